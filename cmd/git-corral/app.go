@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/git-corral/git-corral/internal/visible"
+	"github.com/git-corral/git-corral/project"
+)
+
+// Exit codes (DESIGN.md): run and shell pass the guest command's status through instead.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitTimeout = 124
+	exitNoRepo  = 128
+	exitUsage   = 129
+)
+
+// app is one invocation: its streams, environment and global flags.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
+	// dir is the directory given with -C (empty: the current directory).
+	dir string
+	// box is the box named with --box (empty: the box of the repository).
+	box string
+}
+
+// exitError carries an exit code other than 1 (and, optionally, a hint) up to main.
+type exitError struct {
+	code int
+	err  error
+	hint string
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode attaches an exit code and a hint to err.
+func withCode(code int, err error, hint string) error {
+	return &exitError{code: code, err: err, hint: hint}
+}
+
+// withHint attaches a hint to err; the exit code stays 1.
+func withHint(err error, hint string) error {
+	return &exitError{code: exitFailure, err: err, hint: hint}
+}
+
+// usageErrorf is a command-line mistake: exit 129 with a pointer to the command's help.
+func usageErrorf(cmd, format string, args ...any) error {
+	hint := "run 'git corral help' for the list of commands"
+	if cmd != "" {
+		hint = fmt.Sprintf("run 'git corral %s -h' for its usage", cmd)
+	}
+	return withCode(exitUsage, fmt.Errorf(format, args...), hint)
+}
+
+// main parses the global flags, dispatches to the command and turns its error into an exit code.
+func (a *app) main(ctx context.Context, args []string) int {
+	err := a.dispatch(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	return a.report(err)
+}
+
+// report prints err as "corral: error: …" and "corral: hint: …" lines and returns the exit code.
+func (a *app) report(err error) int {
+	var gs interface{ GuestStatus() int }
+	if errors.As(err, &gs) {
+		return gs.GuestStatus()
+	}
+	code, hint := exitFailure, ""
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code, hint = ee.code, ee.hint
+	}
+	if errors.Is(err, project.ErrNotRepository) {
+		code = exitNoRepo
+		if hint == "" {
+			hint = "run git corral inside a git checkout, or name one with 'git corral -C DIR …'"
+		}
+	}
+	if errors.Is(err, project.ErrBare) {
+		code = exitNoRepo
+		if hint == "" {
+			hint = "a bare repository has no work tree to mount; use 'git corral clone URL' for untrusted code"
+		}
+	}
+	label := "error"
+	if a.colorOn(a.stderr) {
+		label = "\x1b[1;31merror\x1b[0m"
+	}
+	fmt.Fprintf(a.stderr, "corral: %s: %s\n", label, visible.Lines(err.Error()))
+	if hint != "" {
+		fmt.Fprintf(a.stderr, "corral: hint: %s\n", visible.Lines(hint))
+	}
+	return code
+}
+
+// dispatch parses the global flags (-C, --box, -h) and runs the named command.
+func (a *app) dispatch(ctx context.Context, args []string) error {
+	for len(args) > 0 {
+		switch arg := args[0]; {
+		case arg == "-C" || arg == "--box":
+			if len(args) < 2 {
+				return usageErrorf("", "flag %s needs a value", arg)
+			}
+			if arg == "-C" {
+				a.dir = joinDir(a.dir, args[1])
+			} else {
+				a.box = args[1]
+			}
+			args = args[2:]
+		case strings.HasPrefix(arg, "-C") && len(arg) > 2:
+			a.dir = joinDir(a.dir, arg[2:])
+			args = args[1:]
+		case strings.HasPrefix(arg, "--box="):
+			a.box = strings.TrimPrefix(arg, "--box=")
+			args = args[1:]
+		case arg == "-h" || arg == "--help":
+			return a.printSummary(a.stdout)
+		case arg == "--version":
+			return runCommand(ctx, a, lookup("version"), nil)
+		case strings.HasPrefix(arg, "-"):
+			return usageErrorf("", "unknown global flag %q", arg)
+		default:
+			cmd := lookup(arg)
+			if cmd == nil {
+				return usageErrorf("", "%q is not a git corral command", arg)
+			}
+			return runCommand(ctx, a, cmd, args[1:])
+		}
+	}
+	a.printSummary(a.stderr)
+	return withCode(exitUsage, errors.New("no command given"), "run 'git corral help' for the list of commands")
+}
+
+// joinDir applies a -C argument the way git does: relative to the previous -C.
+func joinDir(base, dir string) string {
+	if base == "" || filepath.IsAbs(dir) {
+		return dir
+	}
+	return filepath.Join(base, dir)
+}
+
+// runCommand parses cmd's flags from args and runs it.
+func runCommand(ctx context.Context, a *app, cmd *command, args []string) error {
+	fs := pflag.NewFlagSet("git corral "+cmd.name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(!cmd.stopAtFirstArg)
+	help := fs.BoolP("help", "h", false, "show this help")
+	run := cmd.define(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageErrorf(cmd.name, "%s", err)
+	}
+	if *help {
+		return printCommandHelp(a.stdout, cmd.name)
+	}
+	return run(ctx, a, fs.Args())
+}
+
+// workDir is the directory the command acts on: -C or the current directory.
+func (a *app) workDir() (string, error) {
+	if a.dir != "" {
+		return filepath.Abs(a.dir)
+	}
+	return os.Getwd()
+}
+
+// project finds the repository the command runs in.
+func (a *app) project(ctx context.Context) (*project.Project, error) {
+	dir, err := a.workDir()
+	if err != nil {
+		return nil, err
+	}
+	return project.Find(ctx, dir)
+}
+
+// printJSON writes v as one indented JSON document.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// colorOn reports whether w should get colour: a terminal, NO_COLOR unset, TERM not dumb.
+func (a *app) colorOn(w io.Writer) bool {
+	if a.getenv("NO_COLOR") != "" || a.getenv("TERM") == "dumb" || a.getenv("TERM") == "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-corral/git-corral/docs/man"
+)
+
+func defineHelp(fs *pflag.FlagSet) runFunc {
+	return func(ctx context.Context, a *app, args []string) error {
+		switch len(args) {
+		case 0:
+			return a.printSummary(a.stdout)
+		case 1:
+			if lookup(args[0]) == nil {
+				return usageErrorf("", "%q is not a git corral command", args[0])
+			}
+			return printCommandHelp(a.stdout, args[0])
+		}
+		return usageErrorf("help", "help takes at most one command, got %d", len(args))
+	}
+}
+
+// printSummary lists the commands, one line each.
+func (a *app) printSummary(w io.Writer) error {
+	fmt.Fprintln(w, "usage: git corral [-C DIR] [--box NAME] COMMAND [OPTIONS] [ARGS]")
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range commands() {
+		fmt.Fprintf(tw, "   %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "'git corral COMMAND -h' shows a command's usage; 'git help corral' opens the manual.")
+	return nil
+}
+
+// printCommandHelp prints a command's section of the manual page.
+func printCommandHelp(w io.Writer, name string) error {
+	sec := man.Section(name)
+	if sec == "" {
+		return fmt.Errorf("no manual section for %q (this is a bug in git corral)", name)
+	}
+	_, err := io.WriteString(w, man.Plain(sec))
+	return err
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cpuguy83/go-md2man/v2/md2man"
+
+	"github.com/git-corral/git-corral/docs/man"
+)
+
+// TestHelpMatchesManPage keeps the one source of help whole: every command has a section in the
+// man page, that section names each of the command's flags, and -h prints exactly that section.
+func TestHelpMatchesManPage(t *testing.T) {
+	for _, c := range commands() {
+		sec := man.Section(c.name)
+		if sec == "" {
+			t.Errorf("command %q has no '## git corral %s' section in docs/man/git-corral.1.md", c.name, c.name)
+			continue
+		}
+		for _, f := range flagNames(c) {
+			if !strings.Contains(sec, "**--"+f+"**") {
+				t.Errorf("the man page section of %q does not document --%s", c.name, f)
+			}
+		}
+		var out, errOut bytes.Buffer
+		a := &app{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
+		if code := a.main(t.Context(), []string{c.name, "-h"}); code != 0 {
+			t.Errorf("git corral %s -h exited %d: %s", c.name, code, errOut.String())
+		}
+		if out.String() != man.Plain(sec) {
+			t.Errorf("git corral %s -h printed\n%s\nwant the man page section\n%s", c.name, out.String(), man.Plain(sec))
+		}
+	}
+}
+
+// TestManPageRendered fails when docs/man/git-corral.1 is stale: run 'make man'.
+func TestManPageRendered(t *testing.T) {
+	got, err := os.ReadFile(filepath.Join("..", "..", "docs", "man", "git-corral.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := md2man.Render([]byte(man.Source)); !bytes.Equal(got, want) {
+		t.Error("docs/man/git-corral.1 is not the rendering of docs/man/git-corral.1.md: run 'make man'")
+	}
+}
+
+// TestManSectionsAreCommands catches a section left behind by a removed or renamed command.
+func TestManSectionsAreCommands(t *testing.T) {
+	for _, line := range strings.Split(man.Source, "\n") {
+		if name, ok := strings.CutPrefix(line, "## git corral "); ok && lookup(name) == nil {
+			t.Errorf("man page documents %q, which is not in the command table", name)
+		}
+	}
+}

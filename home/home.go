@@ -1,0 +1,94 @@
+package home
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Env is the environment variable that moves git corral's state directory.
+const Env = "CORRAL_HOME"
+
+// Home is the resolved state directory. The zero value is not usable; call Resolve.
+type Home struct {
+	Dir string
+}
+
+// Resolve returns $CORRAL_HOME, or ~/.corral when it is unset. The path is made absolute so that
+// later chdirs do not move it.
+func Resolve(getenv func(string) string) (Home, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	dir := getenv(Env)
+	if dir == "" {
+		h := getenv("HOME")
+		if h == "" {
+			var err error
+			if h, err = os.UserHomeDir(); err != nil {
+				return Home{}, fmt.Errorf("find home directory: %w (set %s)", err, Env)
+			}
+		}
+		dir = filepath.Join(h, ".corral")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Home{}, fmt.Errorf("resolve %s %q: %w", Env, dir, err)
+	}
+	return Home{Dir: abs}, nil
+}
+
+// GlobalConfig is the trusted global configuration file.
+func (h Home) GlobalConfig() string { return filepath.Join(h.Dir, "config.toml") }
+
+// ProjectConfig is the trusted per-project configuration file of a box.
+func (h Home) ProjectConfig(box string) string {
+	return filepath.Join(h.Dir, "projects", box+".toml")
+}
+
+// LimaHome is the LIMA_HOME git corral runs limactl with.
+func (h Home) LimaHome() string { return filepath.Join(h.Dir, "lima") }
+
+// BoxMeta is the metadata file of a box.
+func (h Home) BoxMeta(box string) string { return filepath.Join(h.Dir, "boxes", box+".json") }
+
+// Approvals is the provision review state of a box.
+func (h Home) Approvals(box string) string {
+	return filepath.Join(h.Dir, "approvals", box+".json")
+}
+
+// Images is the directory of locally built base images.
+func (h Home) Images() string { return filepath.Join(h.Dir, "images") }
+
+// Logs is the directory of the audit and egress logs.
+func (h Home) Logs() string { return filepath.Join(h.Dir, "logs") }
+
+// SessionsLog is the audit log.
+func (h Home) SessionsLog() string { return filepath.Join(h.Logs(), "sessions.jsonl") }
+
+// EgressLog is the broker's decision log of a box.
+func (h Home) EgressLog(box string) string {
+	return filepath.Join(h.Logs(), "egress-"+box+".jsonl")
+}
+
+// BrokerLog is the broker's own diagnostic log of a box.
+func (h Home) BrokerLog(box string) string {
+	return filepath.Join(h.Logs(), "broker-"+box+".log")
+}
+
+// MkdirAll creates dir (a path under the home) with owner-only permissions and refuses a
+// symlink in its place, so that another local user cannot redirect state files.
+func (h Home) MkdirAll(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("check %s: %w", dir, errors.New("not a directory (a symlink or file is in the way)"))
+	}
+	return nil
+}
