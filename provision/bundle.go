@@ -1,0 +1,88 @@
+package provision
+
+// This file is the contract package vm builds on: what provision hands over for a box, and how
+// the guest guard check is called and read. The scripts themselves live in the other files.
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/git-corral/git-corral/policy"
+)
+
+// Options is what rendering a box's guest side needs.
+type Options struct {
+	// Network is the box's network mode.
+	Network policy.Network
+	// User is the guest user name sessions run as.
+	User string
+	// ProjectDir is the project's path, the same on host and guest.
+	ProjectDir string
+	// BrokerPort is the broker's port on the host (broker mode).
+	BrokerPort int
+	// GitShadowScript is the guest script rendered from the gitshadow plan; "" when metadata
+	// protection is off.
+	GitShadowScript string
+	// Packages are Debian packages to install (already allowed by policy).
+	Packages []string
+}
+
+// Mode says who runs a script.
+type Mode string
+
+const (
+	// ModeSystem scripts run as root.
+	ModeSystem Mode = "system"
+	// ModeUser scripts run as the box user.
+	ModeUser Mode = "user"
+)
+
+// Script is one guest provisioning step, in the order it must run at every boot.
+type Script struct {
+	// Name is the numbered name, e.g. "10-base.sh".
+	Name string
+	// Mode is who runs it.
+	Mode Mode
+	// Body is the complete script text.
+	Body string
+}
+
+// Bundle is everything provision renders for one box.
+type Bundle struct {
+	Scripts []Script
+}
+
+// GuardCheckArgv is the command vm runs over SSH, as the box user, before every session. It
+// prints a JSON GuardReport and exits 0 only when every guard holds.
+func GuardCheckArgv() []string {
+	return []string{"sudo", "-n", "/usr/local/libexec/corral/guard-check"}
+}
+
+// GuardReport is the guard check's answer.
+type GuardReport struct {
+	// OK is true only when every guard for the box's mode holds.
+	OK bool `json:"ok"`
+	// Mode is the network mode the guest believes it has.
+	Mode string `json:"mode"`
+	// Failures name each guard that does not hold, e.g. "nftables ruleset differs".
+	Failures []string `json:"failures"`
+}
+
+// ParseGuardReport reads the guard check's output.
+func ParseGuardReport(out []byte) (GuardReport, error) {
+	var r GuardReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		return GuardReport{}, fmt.Errorf("read guard check output %q: %w", truncate(out, 200), err)
+	}
+	if r.OK && len(r.Failures) > 0 {
+		r.OK = false
+	}
+	return r, nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
