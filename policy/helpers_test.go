@@ -110,14 +110,4 @@ func (f *fixture) violations() []Violation {
 	return vs.List
 }
 
-// hasKey reports whether a violation names key (as written).
-func hasKey(list []Violation, key string) bool {
-	for _, v := range list {
-		if v.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
 func fmtAny(v any) string { return fmt.Sprint(v) }

@@ -153,8 +153,12 @@ func checkRepoPath(p, top string, regular bool) string {
 	if regular {
 		return checkNoSymlink(top, p, bad)
 	}
-	if real, err := filepath.EvalSymlinks(full); err == nil {
-		rel, err := filepath.Rel(top, real)
+	if real, ok := resolveExisting(top, full); ok {
+		realTop, err := filepath.EvalSymlinks(top)
+		if err != nil {
+			return bad("cannot be checked: " + err.Error())
+		}
+		rel, err := filepath.Rel(realTop, real)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			return bad("resolves outside the repository through a symlink")
 		}
@@ -163,6 +167,20 @@ func checkRepoPath(p, top string, regular bool) string {
 		}
 	}
 	return ""
+}
+
+// resolveExisting resolves the symlinks of the longest existing prefix of full (a path under
+// top) and appends the rest, so that a link to outside is caught even when the path below it
+// does not exist yet.
+func resolveExisting(top, full string) (string, bool) {
+	rest := ""
+	for p := full; len(p) > len(top); p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest), true
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
+	return "", false
 }
 
 // checkNoSymlink requires top/p to be a regular file reached through no symlink.

@@ -18,7 +18,8 @@ type Violation struct {
 	File string `json:"file"`
 	// Line is the 1-based line in File, or 0 when it concerns the whole file.
 	Line int `json:"line"`
-	// Key is the key as written in the file, control characters escaped; "" for the whole file.
+	// Key is the key as written in the file (quotes and escapes included), with control, bidi
+	// and invisible characters escaped by internal/visible; "" for the whole file.
 	Key string `json:"key"`
 	// Class is the key's trust class, or "unknown" or "invalid".
 	Class string `json:"class"`
@@ -39,7 +40,7 @@ func (v Violation) String() string {
 	}
 	b.WriteString(": ")
 	if v.Key != "" {
-		fmt.Fprintf(&b, "key '%s' (%s): ", visible.String(v.Key), v.Class)
+		fmt.Fprintf(&b, "key '%s' (%s): ", v.keyText(), v.Class)
 	}
 	b.WriteString(visible.String(v.Problem))
 	if v.Why != "" {
@@ -50,6 +51,9 @@ func (v Violation) String() string {
 	}
 	return b.String()
 }
+
+// keyText is the key as printed: control, bidi and invisible characters escaped.
+func (v Violation) keyText() string { return visible.String(v.Key) }
 
 // Violations is the error of a load that found violations; it lists every one.
 type Violations struct {
@@ -70,8 +74,12 @@ func (e *Violations) Error() string {
 	return b.String()
 }
 
-// add appends a violation.
-func (e *Violations) add(v Violation) { e.List = append(e.List, v) }
+// add appends a violation, escaping its untrusted text for the terminal (and for JSON readers
+// that print it).
+func (e *Violations) add(v Violation) {
+	v.File, v.Key, v.Problem = visible.String(v.File), visible.String(v.Key), visible.String(v.Problem)
+	e.List = append(e.List, v)
+}
 
 // sort orders the violations by file (in the order files were read) and line.
 func (e *Violations) sort() {
