@@ -142,7 +142,7 @@ var keys = []KeySpec{
 		Why:   "false lets host variables the user forwards reach the box",
 		field: func(c *Config) any { return &c.NoEnvPassthrough }},
 	{Name: "profile", Class: ProjectMayTighten, Kind: KindString, Order: profileOrder(), Example: `"strict"`,
-		Doc:   "A floor of guarantees (standard, strict, locked; see PROFILES); every stricter profile includes the looser ones' guarantees.",
+		Doc:   "A floor of guarantees (standard, strict, locked; see the profile table in SECURITY.md); every stricter profile includes the looser ones' guarantees.",
 		Why:   "a looser profile removes guarantees the user chose",
 		field: func(c *Config) any { return &c.Profile }},
 	{Name: "protect_git_metadata", Class: ProjectMayTighten, Kind: KindBool, Example: "true",
