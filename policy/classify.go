@@ -48,8 +48,11 @@ func classify(doc *document, li layerInfo, vs *Violations) []setting {
 		case spec == nil:
 			reported[top] = true
 			if known := foldMatch(top); known != "" {
-				bad("unknown", fmt.Sprintf("differs from the key %q only by case or Unicode folding", known),
-					"keys are matched exactly, so a look-alike is refused rather than guessed", "")
+				why, belongs := "keys are matched exactly, so a look-alike is refused rather than guessed", ""
+				if k := lookupKey(known); li.layer == LayerRepository && k.Class == TrustedOnly {
+					why, belongs = why+"; "+known+" is trusted-only: "+k.Why, li.belongs
+				}
+				bad("unknown", fmt.Sprintf("differs from the key %q only by case or Unicode folding", known), why, belongs)
 			} else {
 				bad("unknown", "is not a configuration key", "unknown keys are refused so that nothing is silently ignored", "")
 			}

@@ -102,6 +102,11 @@ func TestHostileRepositoryConfig(t *testing.T) {
 			if !found {
 				t.Errorf("no violation naming key %q / problem %q in %v", tc.key, tc.problem, list)
 			}
+			for _, v := range list {
+				if k := lookupKey(foldMatch(strings.Trim(v.Key, `"'`))); k != nil && k.Class == TrustedOnly && v.Belongs != f.home.ProjectConfig(testBox) {
+					t.Errorf("trusted-only look-alike %q does not say where it belongs: %v", v.Key, v)
+				}
+			}
 			assertPrintable(t, err.Error())
 		})
 	}
