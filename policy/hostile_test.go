@@ -17,17 +17,17 @@ func TestHostileRepositoryConfig(t *testing.T) {
 	cases := []struct {
 		name, toml string
 		key        string // the key as written that must be named
-		problem    string // for whole-file defects (key ""), a phrase of the problem
+		problem    string // a phrase of the problem (required for whole-file defects, key "")
 	}{
 		// Case and Unicode folding: look-alikes of known keys are unknown, and named as such.
-		{"upper", `NETWORK = "full"`, "NETWORK", ""},
-		{"title", `Network = "full"`, "Network", ""},
-		{"upper table", "[NETWORK]\nmode = \"full\"", "NETWORK", ""},
-		{"kelvin escaped", `"networ\u212A" = "full"`, `"networ\u212A"`, ""},
-		{"kelvin literal", `"networ` + kelvin + `" = "full"`, `"networ` + kelvin + `"`, ""},
-		{"trusted upper", `EGRESS = ["evil.example"]`, "EGRESS", ""},
-		{"trusted kelvin", `"api_bro` + kelvin + `ers" = ["x"]`, `"api_bro` + kelvin + `ers"`, ""},
-		{"long s", "\"env_from_ho\u017ft\" = { A = \"B\" }", "\"env_from_ho\u017ft\"", ""},
+		{"upper", `NETWORK = "full"`, "NETWORK", "only by case"},
+		{"title", `Network = "full"`, "Network", "only by case"},
+		{"upper table", "[NETWORK]\nmode = \"full\"", "NETWORK", "only by case"},
+		{"kelvin escaped", `"networ\u212A" = "full"`, `"networ\u212A"`, "only by case"},
+		{"kelvin literal", `"networ` + kelvin + `" = "full"`, `"networ` + kelvin + `"`, "only by case"},
+		{"trusted upper", `EGRESS = ["evil.example"]`, "EGRESS", "only by case"},
+		{"trusted kelvin", `"api_bro` + kelvin + `ers" = ["x"]`, `"api_bro` + kelvin + `ers"`, "only by case"},
+		{"long s", "\"env_from_ho\u017ft\" = { A = \"B\" }", "\"env_from_ho\u017ft\"", "only by case"},
 		{"fullwidth", `"ｎｅｔｗｏｒｋ" = "full"`, `"ｎｅｔｗｏｒｋ"`, ""},
 		{"zero width", `"net\u200bwork" = "full"`, `"net\u200bwork"`, ""},
 		{"leading space", `" network" = "full"`, `" network"`, ""},
@@ -48,10 +48,10 @@ func TestHostileRepositoryConfig(t *testing.T) {
 		{"unknown table", "[broker]\nallow = [\"*\"]", "broker", ""},
 		{"dot inside quotes", `"network.mode" = "full"`, `"network.mode"`, ""},
 		// Duplicates, however spelled.
-		{"duplicate", "network = \"offline\"\nnetwork = \"full\"", "network", ""},
-		{"duplicate quoted", "network = \"offline\"\n\"network\" = \"full\"", `"network"`, ""},
-		{"duplicate escaped", "network = \"offline\"\n\"netw\\u006frk\" = \"full\"", `"netw\u006frk"`, ""},
-		{"duplicate table", "[env]\nA = \"1\"\n[env]\nB = \"2\"", "env", ""},
+		{"duplicate", "network = \"offline\"\nnetwork = \"full\"", "network", "defined twice"},
+		{"duplicate quoted", "network = \"offline\"\n\"network\" = \"full\"", `"network"`, "defined twice"},
+		{"duplicate escaped", "network = \"offline\"\n\"netw\\u006frk\" = \"full\"", `"netw\u006frk"`, "defined twice"},
+		{"duplicate table", "[env]\nA = \"1\"\n[env]\nB = \"2\"", "env", "defined twice"},
 		{"duplicate inline", "env = { A = \"1\" }\nenv.B = \"2\"", "", "not valid TOML"},
 		// Nesting and size.
 		{"deep dotted", `env.a.b.c.d = "x"`, "env.a.b.c.d", ""},
@@ -92,7 +92,7 @@ func TestHostileRepositoryConfig(t *testing.T) {
 			list := f.violations()
 			found := false
 			for _, v := range list {
-				if tc.key != "" && v.Key == visibleKey(tc.key) {
+				if tc.key != "" && v.Key == visibleKey(tc.key) && strings.Contains(v.Problem, tc.problem) {
 					found = true
 				}
 				if tc.key == "" && v.Key == "" && strings.Contains(v.Problem, tc.problem) {
