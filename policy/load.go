@@ -113,6 +113,10 @@ type loader struct {
 // Load reads every layer and returns the effective configuration, or a *Violations listing
 // every refused setting.
 func Load(ctx context.Context, opts LoadOptions) (*Effective, error) {
+	if !filepath.IsAbs(opts.Home.Dir) || (opts.TopLevel != "" && !filepath.IsAbs(opts.TopLevel)) {
+		// A zero Home would read ./config.toml as the trusted global file.
+		return nil, fmt.Errorf("load configuration: home %q and top level %q must be absolute", opts.Home.Dir, opts.TopLevel)
+	}
 	l := &loader{opts: opts, eff: &Effective{Config: Default(), Origins: map[string]Origin{}}}
 	if opts.Host != nil {
 		l.host = *opts.Host

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/git-corral/git-corral/home"
 )
 
 // TestLayers: scalars override in layer order, arrays take the union, tables merge by key, and
@@ -108,6 +110,16 @@ func TestEgressShapes(t *testing.T) {
 	for _, e := range bad {
 		if checkEgress(e) == "" {
 			t.Errorf("egress %q accepted", e)
+		}
+	}
+}
+
+// TestLoadNeedsAbsolutePaths: a zero Home would make the current directory's config.toml the
+// trusted global file, so Load refuses it rather than guess.
+func TestLoadNeedsAbsolutePaths(t *testing.T) {
+	for _, o := range []LoadOptions{{}, {Home: home.Home{Dir: "rel"}}, {Home: home.Home{Dir: "/abs"}, TopLevel: "repo"}} {
+		if _, err := Load(t.Context(), o); err == nil || !strings.Contains(err.Error(), "must be absolute") {
+			t.Errorf("Load(%+v) = %v, want an error", o, err)
 		}
 	}
 }
