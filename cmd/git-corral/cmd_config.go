@@ -109,7 +109,7 @@ func (a *app) configShow(ctx context.Context, jsonOut bool) error {
 	for _, s := range doc.Settings {
 		if vals, ok := s.Value.([]string); ok {
 			if len(vals) == 0 {
-				fmt.Fprintf(tw, "%s\t[]\t# %s\n", s.Key, s.Class)
+				fmt.Fprintf(tw, "%s\t[]\t# default\n", s.Key)
 			}
 			for i, v := range vals {
 				fmt.Fprintf(tw, "%s[%d]\t%q\t# %s\n", s.Key, i, v, visible.String(s.Origins[i]))
