@@ -51,3 +51,8 @@ lima:
 
 clean:
 	rm -rf bin
+
+# policy: regenerate SECURITY.md's trust table from the policy package's key table.
+.PHONY: security-table
+security-table:
+	$(GO) run ./policy/internal/gentable SECURITY.md

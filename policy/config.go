@@ -1,5 +1,7 @@
 package policy
 
+import "time"
+
 // This file is the contract other packages build on: the effective configuration's Go shape.
 // Loading, layering, trust classes and origins live in the other files of this package.
 
@@ -20,7 +22,7 @@ const (
 type Config struct {
 	// Network is `network`: full, broker or offline.
 	Network Network
-	// Profile is `profile`, a floor of guarantees (see profiles.go once it lands).
+	// Profile is `profile`, a floor of guarantees: standard, strict or locked (profiles.go).
 	Profile string
 	// CPUs is `cpus`.
 	CPUs int
@@ -54,6 +56,44 @@ type Config struct {
 	NoEnvPassthrough bool
 	// Hide is `hide`: repository-relative paths hidden from the box.
 	Hide []string
+
+	// Fields below were added with the loader (issue 3); each names its TOML key.
+
+	// BoxDirs is `box_dirs`: repository-relative directories kept on the box's own disk instead
+	// of the host mount (node_modules, target…).
+	BoxDirs []string
+	// IdleStop is `idle_stop`: stop the box after this long without a session; 0 never stops.
+	IdleStop time.Duration
+	// StopOnExit is `stop_on_exit`: stop the box when the last session ends.
+	StopOnExit bool
+	// Golden is `golden`: keep a copy of the disk after the first successful provisioning and
+	// start new boxes of this project from it.
+	Golden bool
+	// Snapshot is `snapshot`: take a disk snapshot before each session so it can be undone.
+	Snapshot bool
+	// GitIdentity is `git_identity`: host (the host's user.name/email), corral (a fixed
+	// pseudonymous identity) or none; from loosest to strictest.
+	GitIdentity string
+	// AgentState is `agent_state`: shared (the host's agent state directory is mounted),
+	// seeded (copied in once) or isolated (the box starts empty); from loosest to strictest.
+	AgentState string
+	// APIBrokers is `api_brokers` (trusted-only): API brokers the box may use, by name.
+	APIBrokers []string
+	// EnvFile is `env_file` (trusted-only): a host dotenv file whose values go into sessions.
+	EnvFile string
+	// GitTokens is `git_tokens` (trusted-only): git host → host variable holding its token.
+	GitTokens map[string]string
+	// Mounts is `mounts` (trusted-only): extra host directories, "HOSTPATH:GUESTPATH[:ro]".
+	Mounts []string
+	// SSHAgent is `ssh_agent` (trusted-only): forward the host's SSH agent into sessions.
+	SSHAgent bool
+	// Ports is `ports` (trusted-only): forwarded ports, "HOSTPORT:GUESTPORT" (host side on
+	// loopback).
+	Ports []string
+	// Name is `name` (trusted-only): the box name, instead of the one derived from the path.
+	Name string
+	// Timeout is `timeout` (trusted-only): the default limit of `run`; 0 means none.
+	Timeout time.Duration
 }
 
 // Default returns the built-in defaults, the lowest layer.
@@ -68,5 +108,8 @@ func Default() *Config {
 		Source:             "mount",
 		EnvFromHost:        map[string]string{},
 		Env:                map[string]string{},
+		GitIdentity:        "host",
+		AgentState:         "shared",
+		GitTokens:          map[string]string{},
 	}
 }

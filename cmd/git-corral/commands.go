@@ -30,6 +30,7 @@ func commands() []*command {
 		{name: "start", summary: "boot this repository's box and run the agent (or a shell) in it", define: defineStart, stopAtFirstArg: true},
 		{name: "run", summary: "run one command in the box", define: defineRun, stopAtFirstArg: true},
 		{name: "shell", summary: "open a login shell in the box, in the project directory", define: defineShell},
+		{name: "config", summary: "show the effective configuration, check it, or print a template", define: defineConfig, verbs: []string{"check", "init"}},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "audit", summary: "show the audit log of sessions and guards", define: defineAudit},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},

@@ -1,0 +1,3 @@
+package policy
+
+//go:generate go run ./internal/gentable ../SECURITY.md

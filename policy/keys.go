@@ -1,0 +1,241 @@
+package policy
+
+// This file is the one table of configuration keys. Rules:
+//   - every key has exactly one trust class, a kind and a documentation sentence, and every
+//     key that is not project-ok says why the repository may not set it freely (keys_test.go
+//     fails otherwise, and SECURITY.md's trust table is generated from this table);
+//   - a key is matched only by its exact spelling; anything else is unknown and refused;
+//   - Order lists an enumeration's values from loosest to strictest: that is what "tighten"
+//     means for it.
+
+import (
+	"sort"
+	"time"
+)
+
+// Class is the trust class of a key: what the repository's own .corral.toml may do with it.
+type Class int
+
+const (
+	// ProjectOK keys only shape the guest; the repository may set them to anything valid.
+	ProjectOK Class = iota + 1
+	// ProjectMayTighten keys the repository may only make stricter than the trusted layers
+	// below it made them; restating the current value is fine.
+	ProjectMayTighten
+	// TrustedOnly keys touch host resources or credentials; the repository may not name them.
+	TrustedOnly
+)
+
+// String returns the class's name as documentation and errors spell it.
+func (c Class) String() string {
+	switch c {
+	case ProjectOK:
+		return "project-ok"
+	case ProjectMayTighten:
+		return "project-may-tighten"
+	case TrustedOnly:
+		return "trusted-only"
+	}
+	return "unclassified"
+}
+
+// Kind is the TOML shape of a key's value.
+type Kind int
+
+const (
+	// KindString is a string, restricted to Order when Order is set.
+	KindString Kind = iota + 1
+	// KindInt is an integer.
+	KindInt
+	// KindBool is a boolean.
+	KindBool
+	// KindStrings is an array of strings; layers take the union.
+	KindStrings
+	// KindStringMap is a table of strings; layers merge by key.
+	KindStringMap
+	// KindDuration is a Go duration string such as "30m".
+	KindDuration
+)
+
+// String names the kind as TOML users know it.
+func (k Kind) String() string {
+	return [...]string{"?", "string", "integer", "boolean", "array of strings", "table of strings", "duration string"}[k]
+}
+
+// KeySpec describes one configuration key.
+type KeySpec struct {
+	// Name is the key exactly as it must be written.
+	Name string
+	// Class is its trust class.
+	Class Class
+	// Kind is the shape of its value.
+	Kind Kind
+	// Doc says what the key does, in one or two sentences.
+	Doc string
+	// Why says what a hostile repository could do with it (required unless ProjectOK).
+	Why string
+	// Order lists the allowed values of an enumeration, loosest first.
+	Order []string
+	// Example is a TOML value for the commented template.
+	Example string
+	// field returns a pointer to the Config field the key fills.
+	field func(c *Config) any
+}
+
+// keys is the table. Keep it sorted by class, then name, so the generated table reads well.
+var keys = []KeySpec{
+	{Name: "box_dirs", Class: ProjectOK, Kind: KindStrings, Example: `["node_modules"]`,
+		Doc:   "Repository-relative directories kept on the box's own disk instead of the host mount. Never `.git`, never escaping the repository.",
+		field: func(c *Config) any { return &c.BoxDirs }},
+	{Name: "cpus", Class: ProjectOK, Kind: KindInt, Example: "2",
+		Doc:   "Virtual CPUs of the box. From the repository, at most the host's CPU count.",
+		field: func(c *Config) any { return &c.CPUs }},
+	{Name: "default_agent", Class: ProjectOK, Kind: KindString, Example: `"claude"`,
+		Doc:   "The command `start` runs in the box; empty means a login shell. It runs in the guest only.",
+		field: func(c *Config) any { return &c.DefaultAgent }},
+	{Name: "disk", Class: ProjectOK, Kind: KindString, Example: `"10GiB"`,
+		Doc:   "Disk size of the box (KiB, MiB, GiB, TiB). From the repository, at most the free space of the host's $CORRAL_HOME.",
+		field: func(c *Config) any { return &c.Disk }},
+	{Name: "golden", Class: ProjectOK, Kind: KindBool, Example: "false",
+		Doc:   "Keep a copy of the disk after the first successful provisioning and start new boxes of this project from it.",
+		field: func(c *Config) any { return &c.Golden }},
+	{Name: "hide", Class: ProjectOK, Kind: KindStrings, Example: `["secrets/"]`,
+		Doc:   "Repository-relative paths hidden from the box. Never `.git`, never escaping the repository.",
+		field: func(c *Config) any { return &c.Hide }},
+	{Name: "idle_stop", Class: ProjectOK, Kind: KindDuration, Example: `"30m"`,
+		Doc:   "Stop the box after this long without a session; \"0s\" never stops it.",
+		field: func(c *Config) any { return &c.IdleStop }},
+	{Name: "memory", Class: ProjectOK, Kind: KindString, Example: `"2GiB"`,
+		Doc:   "Memory of the box (KiB, MiB, GiB, TiB). From the repository, at most the host's memory.",
+		field: func(c *Config) any { return &c.Memory }},
+	{Name: "packages", Class: ProjectOK, Kind: KindStrings, Example: `["build-essential"]`,
+		Doc:   "Debian packages installed in the guest.",
+		field: func(c *Config) any { return &c.Packages }},
+	{Name: "provision", Class: ProjectOK, Kind: KindStrings, Example: `["scripts/provision.sh"]`,
+		Doc:   "Repository-relative provision scripts run in the guest, in order, after review (`git corral review`). Regular files inside the repository only, no symlinks, never under `.git`.",
+		field: func(c *Config) any { return &c.Provision }},
+	{Name: "snapshot", Class: ProjectOK, Kind: KindBool, Example: "false",
+		Doc:   "Take a disk snapshot before each session so that it can be undone.",
+		field: func(c *Config) any { return &c.Snapshot }},
+	{Name: "stop_on_exit", Class: ProjectOK, Kind: KindBool, Example: "false",
+		Doc:   "Stop the box when its last session ends.",
+		field: func(c *Config) any { return &c.StopOnExit }},
+
+	{Name: "agent_state", Class: ProjectMayTighten, Kind: KindString, Order: []string{"shared", "seeded", "isolated"}, Example: `"seeded"`,
+		Doc:   "How the agent's state (credentials, history) reaches the box: shared (the host directory is mounted), seeded (copied in once), isolated (the box starts empty).",
+		Why:   "shared mounts host agent state, credentials included, into the box",
+		field: func(c *Config) any { return &c.AgentState }},
+	{Name: "env", Class: ProjectMayTighten, Kind: KindStringMap, Example: `{ RUST_BACKTRACE = "1" }`,
+		Doc:   "Literal variables set in the box's sessions, never expanded. The repository may add names, but not change a name a trusted layer set, nor set proxy or CORRAL_ variables.",
+		Why:   "replacing a variable a trusted layer set, or a proxy variable, redirects what the user configured",
+		field: func(c *Config) any { return &c.Env }},
+	{Name: "git_identity", Class: ProjectMayTighten, Kind: KindString, Order: []string{"host", "corral", "none"}, Example: `"corral"`,
+		Doc:   "The git identity commits in the box carry: host (the host's user.name and user.email), corral (a fixed pseudonymous identity) or none.",
+		Why:   "host copies the user's name and e-mail into the box",
+		field: func(c *Config) any { return &c.GitIdentity }},
+	{Name: "network", Class: ProjectMayTighten, Kind: KindString, Order: []string{"full", "broker", "offline"}, Example: `"broker"`,
+		Doc:   "Network mode: full (the guest's default network), broker (only the host-side egress broker, which decides every connection), offline (no egress).",
+		Why:   "a looser mode lets the box reach more of the network than the user allowed",
+		field: func(c *Config) any { return (*string)(&c.Network) }},
+	{Name: "no_env_passthrough", Class: ProjectMayTighten, Kind: KindBool, Example: "true",
+		Doc:   "When true, nothing from the host environment reaches the box, not even forward_env.",
+		Why:   "false lets host variables the user forwards reach the box",
+		field: func(c *Config) any { return &c.NoEnvPassthrough }},
+	{Name: "profile", Class: ProjectMayTighten, Kind: KindString, Order: profileOrder(), Example: `"strict"`,
+		Doc:   "A floor of guarantees (standard, strict, locked; see the profile table in SECURITY.md); every stricter profile includes the looser ones' guarantees.",
+		Why:   "a looser profile removes guarantees the user chose",
+		field: func(c *Config) any { return &c.Profile }},
+	{Name: "protect_git_metadata", Class: ProjectMayTighten, Kind: KindBool, Example: "true",
+		Doc:   "Shadow the repository's git metadata in the box and verify it from the host after each session.",
+		Why:   "false lets the box write hooks and git config that the host will execute",
+		field: func(c *Config) any { return &c.ProtectGitMetadata }},
+	{Name: "readonly_project", Class: ProjectMayTighten, Kind: KindBool, Example: "false",
+		Doc:   "Mount the project read-only in the box.",
+		Why:   "false lets the box write the host's working tree",
+		field: func(c *Config) any { return &c.ReadonlyProject }},
+	{Name: "source", Class: ProjectMayTighten, Kind: KindString, Order: []string{"mount", "clone"}, Example: `"mount"`,
+		Doc:   "How the code reaches the box: mount (the host checkout, mounted) or clone (a copy on the box's disk; the host has no working tree of it).",
+		Why:   "mount exposes the host's working tree to the box",
+		field: func(c *Config) any { return &c.Source }},
+
+	{Name: "api_brokers", Class: TrustedOnly, Kind: KindStrings, Example: `["anthropic"]`,
+		Doc: "API brokers the box may use, by name; the broker adds the host's credentials to their requests.",
+		Why: "spends the user's API credentials", field: func(c *Config) any { return &c.APIBrokers }},
+	{Name: "egress", Class: TrustedOnly, Kind: KindStrings, Example: `["github.com", "*.pypi.org", "10.0.0.0/8"]`,
+		Doc: "The broker's allow-list: host, *.suffix, host:port, IP, CIDR, IP:port.",
+		Why: "widens what the box can reach through the host", field: func(c *Config) any { return &c.Egress }},
+	{Name: "env_file", Class: TrustedOnly, Kind: KindString, Example: `"~/.config/corral/env"`,
+		Doc: "A host dotenv file whose values are sent into sessions.",
+		Why: "reads a host file and sends its secrets into the box", field: func(c *Config) any { return &c.EnvFile }},
+	{Name: "env_from_host", Class: TrustedOnly, Kind: KindStringMap, Example: `{ GH_TOKEN = "GITHUB_TOKEN" }`,
+		Doc: "Guest variable name → host variable whose value it gets.",
+		Why: "copies host secrets into the box", field: func(c *Config) any { return &c.EnvFromHost }},
+	{Name: "forward_env", Class: TrustedOnly, Kind: KindStrings, Example: `["TERM"]`,
+		Doc: "Host variables passed into sessions by name.",
+		Why: "copies host secrets into the box", field: func(c *Config) any { return &c.ForwardEnv }},
+	{Name: "git_tokens", Class: TrustedOnly, Kind: KindStringMap, Example: `{ "github.com" = "GITHUB_TOKEN" }`,
+		Doc: "Git host → host variable holding a token the box may use for it.",
+		Why: "hands host credentials to the box", field: func(c *Config) any { return &c.GitTokens }},
+	{Name: "image", Class: TrustedOnly, Kind: KindString, Example: `""`,
+		Doc: "The base image; empty means the locally built default.",
+		Why: "makes the host download and boot an image of the repository's choosing", field: func(c *Config) any { return &c.Image }},
+	{Name: "mounts", Class: TrustedOnly, Kind: KindStrings, Example: `["/srv/data:/data:ro"]`,
+		Doc: "Extra host directories mounted into the box, HOSTPATH:GUESTPATH[:ro].",
+		Why: "exposes host files to the box", field: func(c *Config) any { return &c.Mounts }},
+	{Name: "name", Class: TrustedOnly, Kind: KindString, Example: `""`,
+		Doc: "The box name, instead of the one derived from the checkout's path.",
+		Why: "could select another project's box and its state", field: func(c *Config) any { return &c.Name }},
+	{Name: "ports", Class: TrustedOnly, Kind: KindStrings, Example: `["8080:8080"]`,
+		Doc: "Ports forwarded from host loopback into the box, HOSTPORT:GUESTPORT.",
+		Why: "opens listeners on the host", field: func(c *Config) any { return &c.Ports }},
+	{Name: "ssh_agent", Class: TrustedOnly, Kind: KindBool, Example: "false",
+		Doc: "Forward the host's SSH agent into sessions.",
+		Why: "lets the box sign with the user's SSH keys", field: func(c *Config) any { return &c.SSHAgent }},
+	{Name: "timeout", Class: TrustedOnly, Kind: KindDuration, Example: `"0s"`,
+		Doc: "The default time limit of `run`; \"0s\" means none.",
+		Why: "changes how long host-side commands wait on the box", field: func(c *Config) any { return &c.Timeout }},
+}
+
+// Keys returns every key, sorted by class then name.
+func Keys() []KeySpec {
+	out := append([]KeySpec(nil), keys...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Class != out[j].Class {
+			return out[i].Class < out[j].Class
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// lookupKey returns the spec of the key spelled exactly name.
+func lookupKey(name string) *KeySpec {
+	for i := range keys {
+		if keys[i].Name == name {
+			return &keys[i]
+		}
+	}
+	return nil
+}
+
+// rank returns v's position in the spec's tightening order (-1 when it is not in it). Booleans
+// rank false below true.
+func (k *KeySpec) rank(v any) int {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return 1
+		}
+		return 0
+	case string:
+		for i, o := range k.Order {
+			if o == x {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// durationOK is the range a duration key accepts.
+func durationOK(d time.Duration) bool { return d >= 0 && d <= 365*24*time.Hour }
