@@ -137,7 +137,11 @@ func TestFetchLimits(t *testing.T) {
 	})
 	git(t, filepath.Join(srv, "deep.git"), "repack", "-adfq", "--depth=50", "--window=50")
 	base, hc := serveHTTPS(t, srv, stall("/slow.git/"))
-	mk("slow", func(d string) { writeFiles(t, d, map[string]string{"a": "a"}); git(t, d, "add", "-A"); git(t, d, "commit", "-q", "-m", "a") })
+	mk("slow", func(d string) {
+		writeFiles(t, d, map[string]string{"a": "a"})
+		git(t, d, "add", "-A")
+		git(t, d, "commit", "-q", "-m", "a")
+	})
 
 	cases := []struct {
 		repo   string
