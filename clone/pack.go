@@ -33,6 +33,8 @@ type capReader struct {
 	r   io.Reader
 	n   int64
 	max int64
+	// shown is the limit named in the error (max may include framing); 0 means max.
+	shown int64
 }
 
 func (c *capReader) Read(p []byte) (int, error) {
@@ -40,7 +42,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	if c.n > c.max {
-		return 0, limitError("more than %d bytes of pack data", c.max)
+		return 0, c.exceeded()
 	}
 	if rem := c.max - c.n + 1; int64(len(p)) > rem {
 		p = p[:rem]
@@ -48,15 +50,23 @@ func (c *capReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	if c.n > c.max {
-		return n, limitError("more than %d bytes of pack data", c.max)
+		return n, c.exceeded()
 	}
 	return n, err
+}
+
+func (c *capReader) exceeded() error {
+	shown := c.shown
+	if shown == 0 {
+		shown = c.max
+	}
+	return limitError("more than %d bytes of pack data", shown)
 }
 
 // receivePack copies a pack stream into f, enforcing the byte and object count caps as the data
 // arrives. It returns the number of bytes written and the object count from the header.
 func receivePack(ctx context.Context, r io.Reader, f *os.File, l Limits) (int64, int64, error) {
-	cr := &capReader{ctx: ctx, r: r, max: l.MaxPackBytes + packHeaderLen}
+	cr := &capReader{ctx: ctx, r: r, max: l.MaxPackBytes + packHeaderLen, shown: l.MaxPackBytes}
 	var hdr [packHeaderLen]byte
 	if _, err := io.ReadFull(cr, hdr[:]); err != nil {
 		return 0, 0, fmt.Errorf("read pack header: %w", err)
