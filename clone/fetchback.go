@@ -199,7 +199,9 @@ func installFetched(gitDir, tmp, box string, heads map[string]plumbing.Hash, res
 	if err != nil {
 		return err
 	}
-	sort.Slice(packs, func(i, j int) bool { return strings.HasSuffix(packs[i], ".pack") && !strings.HasSuffix(packs[j], ".pack") })
+	sort.Slice(packs, func(i, j int) bool {
+		return strings.HasSuffix(packs[i], ".pack") && !strings.HasSuffix(packs[j], ".pack")
+	})
 	dst := filepath.Join(gitDir, "objects", "pack")
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
