@@ -30,6 +30,8 @@ func commands() []*command {
 		{name: "start", summary: "boot this repository's box and run the agent (or a shell) in it", define: defineStart, stopAtFirstArg: true},
 		{name: "run", summary: "run one command in the box", define: defineRun, stopAtFirstArg: true},
 		{name: "shell", summary: "open a login shell in the box, in the project directory", define: defineShell},
+		{name: "clone", summary: "fetch an untrusted repository into a store and check it out only in a box", define: defineClone},
+		{name: "fetch", summary: "bring the box's branches back as refs/corral/<box>/…, nothing checked out", define: defineFetch},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},
 		{name: "completion", summary: "print a shell completion script (bash, zsh, fish)", define: defineCompletion, verbs: []string{"bash", "zsh", "fish"}},
