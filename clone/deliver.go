@@ -9,6 +9,7 @@ package clone
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -119,6 +121,47 @@ func Deliver(ctx context.Context, g Guest, store string, o DeliverOptions) error
 	case code != 0:
 		return fmt.Errorf("deliver %s into the box: the guest script exited %d (see its message above)", store, code)
 	}
+	if snap, err := s.Reference(SnapshotRef); err == nil {
+		return deliverSnapshot(ctx, g, s, snap.Hash(), o.Dir)
+	}
+	return nil
+}
+
+// snapshotScript runs in the box after delivery: it fetches the snapshot bundle and makes the
+// work tree match it, leaving the changes uncommitted as they were on the host.
+const snapshotScript = `set -eu
+cd -- "$1"
+b=.git/corral-snapshot.bundle
+cat > "$b"
+git fetch -q --no-tags "$b" "+refs/tags/corral-uncommitted:refs/tags/corral-uncommitted"
+rm -f -- "$b"
+git restore --source=refs/tags/corral-uncommitted --worktree -- .
+git tag -d corral-uncommitted >/dev/null
+`
+
+// deliverSnapshot sends the snapshot commit and its new objects as a bundle whose prerequisite
+// is the snapshot's parent (already in the box).
+func deliverSnapshot(ctx context.Context, g Guest, s *filesystem.Storage, snap plumbing.Hash, dir string) error {
+	c, err := object.GetCommit(s, snap)
+	if err != nil || len(c.ParentHashes) != 1 {
+		return fmt.Errorf("deliver snapshot: %s is not a snapshot commit", snap)
+	}
+	hashes, err := revlist.Objects(s, []plumbing.Hash{snap}, c.ParentHashes)
+	if err != nil {
+		return fmt.Errorf("deliver snapshot: %w", err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# v2 git bundle\n-%s corral base\n%s %s\n\n", c.ParentHashes[0], snap, SnapshotRef)
+	if _, err := packfile.NewEncoder(&b, s, false).Encode(hashes, 10); err != nil {
+		return fmt.Errorf("deliver snapshot: encode pack: %w", err)
+	}
+	code, err := g.Exec(ctx, []string{"sh", "-c", snapshotScript, "corral-snapshot", dir}, &b, io.Discard)
+	if err != nil {
+		return fmt.Errorf("deliver snapshot: %w", err)
+	}
+	if code != 0 {
+		return fmt.Errorf("deliver snapshot: the guest script exited %d", code)
+	}
 	return nil
 }
 
@@ -175,7 +218,7 @@ func bundleRefs(s *filesystem.Storage) ([]*plumbing.Reference, error) {
 	}
 	var refs []*plumbing.Reference
 	err = iter.ForEach(func(r *plumbing.Reference) error {
-		if r.Type() == plumbing.HashReference && wantedRef(r.Name().String()) {
+		if r.Type() == plumbing.HashReference && wantedRef(r.Name().String()) && r.Name() != SnapshotRef {
 			refs = append(refs, r)
 		}
 		return nil
@@ -190,12 +233,12 @@ func bundleRefs(s *filesystem.Storage) ([]*plumbing.Reference, error) {
 	return refs, nil
 }
 
-// singlePack returns the store's one pack file when it holds all its objects (one pack, no loose
-// objects), else "".
+// singlePack returns the store's pack file when it has exactly one, else "". Fetch writes every
+// branch and tag into one complete pack; loose objects come only from SnapshotTracked and are
+// sent separately; FetchBack adds packs, after which the pack is encoded afresh.
 func singlePack(dir string) string {
 	packs, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
-	loose, _ := filepath.Glob(filepath.Join(dir, "objects", "[0-9a-f][0-9a-f]"))
-	if len(packs) == 1 && len(loose) == 0 {
+	if len(packs) == 1 {
 		return packs[0]
 	}
 	return ""
