@@ -3,6 +3,7 @@ package clone
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -105,6 +106,13 @@ func bareCopy(t *testing.T, root, from, name string) string {
 // server on loopback, and returns its base URL and a client that trusts it.
 func serveHTTPS(t *testing.T, dir string, wrap func(http.Handler) http.Handler) (string, *http.Client) {
 	t.Helper()
+	srv := serveHTTPSServer(t, dir, wrap)
+	return srv.URL, srv.Client()
+}
+
+// serveHTTPSServer is serveHTTPS returning the server itself (for its certificate).
+func serveHTTPSServer(t *testing.T, dir string, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
 	var h http.Handler = &cgi.Handler{
 		Path: realGit,
 		Args: []string{"http-backend"},
@@ -116,7 +124,7 @@ func serveHTTPS(t *testing.T, dir string, wrap func(http.Handler) http.Handler) 
 	}
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
-	return srv.URL, srv.Client()
+	return srv
 }
 
 // recordGit puts a wrapper git first on PATH that logs every invocation and returns a function
@@ -207,3 +215,12 @@ func blob(t *testing.T, gitDir, content string) plumbing.Hash {
 func bg() context.Context { return context.Background() }
 
 func osfsNew(dir string) billy.Filesystem { return osfs.New(dir) }
+
+// writeCA writes the TLS server's certificate as PEM to each path, readable by the guest user.
+func writeCA(t *testing.T, srv *httptest.Server, paths ...string) {
+	t.Helper()
+	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	for _, p := range paths {
+		must(t, os.WriteFile(p, data, 0o644))
+	}
+}

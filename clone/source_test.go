@@ -2,9 +2,13 @@ package clone
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestParseSource(t *testing.T) {
@@ -104,5 +108,39 @@ func TestGitmodulesProblems(t *testing.T) {
 		if ps := GitmodulesProblems([]byte(bad)); len(ps) == 0 {
 			t.Errorf("accepted %q", bad)
 		}
+	}
+}
+
+// TestFetchRefusesWithoutDialling: refused transports are refused before any connection: a
+// listener on loopback standing in for git daemon (and for an http server) sees no connection.
+func TestFetchRefusesWithoutDialling(t *testing.T) {
+	root := hermetic(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	store := filepath.Join(root, "home", ".corral", "clones", "x.git")
+	for _, u := range []string{"git://" + addr + "/r.git", "http://" + addr + "/r.git", "ext::nc 127.0.0.1 " + addr[strings.LastIndex(addr, ":")+1:]} {
+		if _, err := Fetch(bg(), u, store, Options{}); !errors.Is(err, ErrSource) {
+			t.Errorf("Fetch(%q): %v, want ErrSource", u, err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("%d connections reached the listener", n)
+	}
+	if _, err := os.Stat(filepath.Dir(store)); !os.IsNotExist(err) {
+		t.Errorf("clones dir created for a refused address: %v", err)
 	}
 }
