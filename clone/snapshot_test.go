@@ -1,6 +1,7 @@
 package clone
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,5 +63,39 @@ func TestSnapshotTrackedDelivered(t *testing.T) {
 	}
 	if changed, err := SnapshotTracked(bg(), clean, store2); err != nil || changed {
 		t.Errorf("clean checkout: changed=%v err=%v", changed, err)
+	}
+}
+
+// TestHeadFile reads a clone-mode repository's .corral.toml from the store's HEAD, refusing a
+// symlink in its place.
+func TestHeadFile(t *testing.T) {
+	root := hermetic(t)
+	work := filepath.Join(root, "work")
+	makeRepo(t, work, map[string]string{".corral.toml": "network = \"offline\"\n"})
+	store := filepath.Join(root, "home", ".corral", "clones", "h.git")
+	if _, err := Fetch(bg(), work, store, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := HeadFile(store, ".corral.toml", 1<<16)
+	if err != nil || string(data) != "network = \"offline\"\n" {
+		t.Errorf("HeadFile = %q, %v", data, err)
+	}
+	if _, err := HeadFile(store, "missing.toml", 1<<16); !errors.Is(err, ErrNoFile) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := HeadFile(store, ".corral.toml", 4); err == nil {
+		t.Error("oversized file read")
+	}
+	link := filepath.Join(root, "link")
+	makeRepo(t, link, map[string]string{"x": "x"})
+	must(t, os.Symlink("/etc/passwd", filepath.Join(link, ".corral.toml")))
+	git(t, link, "add", "-A")
+	git(t, link, "commit", "-q", "-m", "link")
+	store2 := filepath.Join(root, "home", ".corral", "clones", "l.git")
+	if _, err := Fetch(bg(), link, store2, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := HeadFile(store2, ".corral.toml", 1<<16); !errors.Is(err, ErrNoFile) {
+		t.Errorf("symlinked .corral.toml: %v, want ErrNoFile", err)
 	}
 }
