@@ -208,15 +208,17 @@ func pickHead(w *wanted) plumbing.ReferenceName {
 		return w.head
 	}
 	var branches []plumbing.ReferenceName
-	for name, h := range w.refs {
+	for name := range w.refs {
 		if name.IsBranch() {
-			if h == w.headHash {
-				return name
-			}
 			branches = append(branches, name)
 		}
 	}
 	sort.Slice(branches, func(i, j int) bool { return branches[i] < branches[j] })
+	for _, b := range branches {
+		if w.refs[b] == w.headHash {
+			return b
+		}
+	}
 	for _, b := range []plumbing.ReferenceName{"refs/heads/main", "refs/heads/master"} {
 		if _, ok := w.refs[b]; ok {
 			return b
