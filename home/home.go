@@ -92,3 +92,8 @@ func (h Home) MkdirAll(dir string) error {
 	}
 	return nil
 }
+
+// CloneStore is the bare, hook-free store of a clone-mode box (package clone).
+func (h Home) CloneStore(box string) string {
+	return filepath.Join(h.Dir, "clones", box+".git")
+}

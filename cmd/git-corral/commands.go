@@ -31,6 +31,9 @@ func commands() []*command {
 		{name: "run", summary: "run one command in the box", define: defineRun, stopAtFirstArg: true},
 		{name: "shell", summary: "open a login shell in the box, in the project directory", define: defineShell},
 		{name: "config", summary: "show the effective configuration, check it, or print a template", define: defineConfig, verbs: []string{"check", "init"}},
+
+		{name: "clone", summary: "fetch an untrusted repository into a store and check it out only in a box", define: defineClone},
+		{name: "fetch", summary: "bring the box's branches back as refs/corral/<box>/…, nothing checked out", define: defineFetch},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "audit", summary: "show the audit log of sessions and guards", define: defineAudit},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-corral/git-corral/clone"
+	"github.com/git-corral/git-corral/internal/sandboxguest"
+)
+
+// TestCloneAndFetchWithSandboxGuest runs "git corral clone" and "git corral fetch" with the box
+// bound to a sandbox guest (real git, as user nobody when root): the checkout exists only in
+// the guest, and the guest's commit comes back as refs/corral/<box>/main in the store.
+func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	t.Setenv("HOME", root)
+	t.Setenv("CORRAL_HOME", filepath.Join(root, ".corral"))
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	run := func(dir string, args ...string) string {
+		cmd := exec.Command(gitBin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@x")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	src := filepath.Join(root, "src")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(src, 0o755))
+	run(src, "init", "-q", "-b", "main")
+	must(os.WriteFile(filepath.Join(src, "README"), []byte("hi\n"), 0o644))
+	run(src, "add", "-A")
+	run(src, "commit", "-q", "-m", "init")
+
+	g, err := sandboxguest.New()
+	must(err)
+	defer g.Close()
+	old := boxGuest
+	boxGuest = func(_ context.Context, _ *app, box, _ string) (clone.Guest, string, error) {
+		return g, g.Path(box), nil
+	}
+	defer func() { boxGuest = old }()
+
+	var out, errOut bytes.Buffer
+	a := &app{stdout: &out, stderr: &errOut, getenv: os.Getenv}
+	dest := filepath.Join(root, "dest")
+	if code := a.main(context.Background(), []string{"clone", "--json", src, dest}); code != 0 {
+		t.Fatalf("clone exited %d: %s\n%s", code, errOut.String(), g.Stderr())
+	}
+	var doc cloneDoc
+	must(json.Unmarshal(out.Bytes(), &doc))
+	if !doc.Delivered || doc.Branch != "main" {
+		t.Errorf("clone doc %+v", doc)
+	}
+	entries, _ := os.ReadDir(dest)
+	if len(entries) != 1 || entries[0].Name() != clone.RecordName {
+		t.Errorf("DIR holds %v, want only %s", entries, clone.RecordName)
+	}
+	guestDir := g.Path(doc.Box)
+	var gout bytes.Buffer
+	code, err := g.Exec(context.Background(), []string{"sh", "-c", "cd \"$1\" && echo more >> README && git commit -qam more && git rev-parse HEAD", "x", guestDir}, nil, &gout)
+	if err != nil || code != 0 {
+		t.Fatalf("guest commit: %d %v %s", code, err, g.Stderr())
+	}
+
+	out.Reset()
+	a = &app{stdout: &out, stderr: &errOut, getenv: os.Getenv, dir: dest}
+	if code := a.main(context.Background(), []string{"fetch", "--json"}); code != 0 {
+		t.Fatalf("fetch exited %d: %s\n%s", code, errOut.String(), g.Stderr())
+	}
+	var fd fetchDoc
+	must(json.Unmarshal(out.Bytes(), &fd))
+	want := "refs/corral/" + doc.Box + "/main"
+	if len(fd.Refs) != 1 || fd.Refs[0].Name != want || fd.Refs[0].Hash != strings.TrimSpace(gout.String()) {
+		t.Errorf("fetch refs %+v, want %s at %s", fd.Refs, want, gout.String())
+	}
+	if got := run(doc.Store, "show", want+":README"); got != "hi\nmore" {
+		t.Errorf("fetched README %q", got)
+	}
+}

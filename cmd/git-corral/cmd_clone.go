@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-corral/git-corral/clone"
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/visible"
+	"github.com/git-corral/git-corral/project"
+)
+
+// boxGuest returns a running box's Guest for box, booting it if needed, and the guest path its
+// clone-mode checkout lives at, given the clone's real host directory. Until package vm lands it
+// reports errNoBoxYet; the lead binds it to vm's SSH client (same-path convention: return
+// hostDir). Tests bind it to internal/sandboxguest.
+var boxGuest = func(ctx context.Context, a *app, box, hostDir string) (clone.Guest, string, error) {
+	return nil, "", errNoBoxYet
+}
+
+type cloneDoc struct {
+	Box       string          `json:"box"`
+	Dir       string          `json:"dir"`
+	Store     string          `json:"store"`
+	Source    string          `json:"source"`
+	Branch    string          `json:"branch"`
+	Refs      []clone.Ref     `json:"refs"`
+	Warnings  []clone.Finding `json:"warnings"`
+	Delivered bool            `json:"delivered"`
+}
+
+func defineClone(fs *pflag.FlagSet) runFunc {
+	jsonOut := fs.Bool("json", false, "print one JSON document")
+	branch := fs.String("branch", "", "branch to check out in the box")
+	timeout := fs.Duration("timeout", 0, "cap on the whole fetch")
+	return func(ctx context.Context, a *app, args []string) error {
+		if len(args) < 1 || len(args) > 2 {
+			return usageErrorf("clone", "clone takes URL and an optional DIR")
+		}
+		cwd, err := a.workDir()
+		if err != nil {
+			return err
+		}
+		src, err := clone.ParseSource(args[0], cwd)
+		if err != nil {
+			return withHint(err, "give an https:// or ssh:// URL, or the path of a local repository")
+		}
+		dir := ""
+		if len(args) == 2 {
+			dir = args[1]
+		} else if dir, err = defaultCloneDir(args[0]); err != nil {
+			return usageErrorf("clone", "%v", err)
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cwd, dir)
+		}
+		c := &cloneRun{a: a, src: src, raw: args[0], cwd: cwd, branch: *branch, timeout: *timeout, jsonOut: *jsonOut}
+		return c.run(ctx, dir)
+	}
+}
+
+// cloneRun is one "git corral clone".
+type cloneRun struct {
+	a                *app
+	src              clone.Source
+	raw, cwd, branch string
+	timeout          time.Duration
+	jsonOut          bool
+}
+
+func (c *cloneRun) run(ctx context.Context, dir string) error {
+	resume, created, err := prepareCloneDir(dir, c.src.URL)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	h, err := home.Resolve(c.a.getenv)
+	if err != nil {
+		return err
+	}
+	doc := cloneDoc{Box: project.BoxName(real), Dir: real, Source: c.src.URL, Branch: c.branch}
+	doc.Store = h.CloneStore(doc.Box)
+	if _, err := os.Stat(doc.Store); err != nil {
+		resume = false
+	}
+	if !resume {
+		res, err := clone.Fetch(ctx, c.raw, doc.Store, clone.Options{Cwd: c.cwd, Limits: clone.Limits{Timeout: c.timeout}})
+		if err != nil {
+			if created {
+				os.Remove(dir)
+			}
+			return withHint(err, "nothing was kept; the repository was not checked out anywhere")
+		}
+		doc.Refs, doc.Warnings = res.Refs, res.Warnings
+		if doc.Branch == "" {
+			doc.Branch = strings.TrimPrefix(res.Head, "refs/heads/")
+		}
+	} else if doc.Branch == "" {
+		_, rec, _ := clone.FindRecord(real)
+		doc.Branch = rec.Branch
+	}
+	rec := clone.Record{Box: doc.Box, Source: doc.Source, GuestDir: "", Branch: doc.Branch}
+	if err := clone.WriteRecord(real, rec); err != nil {
+		return err
+	}
+	c.report(doc)
+	derr := c.deliver(ctx, &doc, &rec)
+	if c.jsonOut {
+		if err := c.a.printJSON(doc); err != nil {
+			return err
+		}
+	}
+	return derr
+}
+
+// deliver hands the store to the box and records that it did.
+func (c *cloneRun) deliver(ctx context.Context, doc *cloneDoc, rec *clone.Record) error {
+	g, guestDir, err := boxGuest(ctx, c.a, doc.Box, doc.Dir)
+	if err != nil {
+		return withHint(fmt.Errorf("deliver into box %s: %w", doc.Box, err),
+			fmt.Sprintf("the fetched and validated store is kept at %s; run 'git corral clone %s %s' again to deliver it once boxes can be booted", doc.Store, c.raw, doc.Dir))
+	}
+	origin := ""
+	if c.src.Kind != clone.KindLocal {
+		origin = c.src.URL
+	}
+	if err := clone.Deliver(ctx, g, doc.Store, clone.DeliverOptions{Dir: guestDir, Origin: origin, Branch: doc.Branch}); err != nil {
+		return err
+	}
+	rec.GuestDir, rec.Delivered, doc.Delivered = guestDir, true, true
+	if err := clone.WriteRecord(doc.Dir, *rec); err != nil {
+		return err
+	}
+	if !c.jsonOut {
+		fmt.Fprintf(c.a.stdout, "checked out %s in box %s at %s\n", visible.String(doc.Branch), doc.Box, visible.String(guestDir))
+	}
+	return nil
+}
+
+func (c *cloneRun) report(doc cloneDoc) {
+	if c.jsonOut {
+		return
+	}
+	if len(doc.Refs) > 0 {
+		fmt.Fprintf(c.a.stdout, "fetched %d refs into %s (box %s)\n", len(doc.Refs), doc.Store, doc.Box)
+	}
+	for _, w := range doc.Warnings {
+		fmt.Fprintf(c.a.stderr, "corral: warning: %s\n", w)
+	}
+}
+
+// prepareCloneDir creates dir or accepts an empty one; a dir holding only the record of an
+// undelivered clone of the same source is a resume.
+func prepareCloneDir(dir, source string) (resume, created bool, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return false, false, err
+		}
+		return false, true, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	if len(entries) == 0 {
+		return false, false, nil
+	}
+	if len(entries) == 1 && entries[0].Name() == clone.RecordName {
+		if _, rec, err := clone.FindRecord(dir); err == nil && rec.Source == source && !rec.Delivered {
+			return true, false, nil
+		}
+	}
+	return false, false, withHint(fmt.Errorf("clone into %s: the directory exists and is not empty", dir), "name a new or empty directory")
+}
+
+// defaultCloneDir is git clone's choice: the last path element without ".git".
+func defaultCloneDir(raw string) (string, error) {
+	s := strings.TrimRight(raw, "/")
+	if i := strings.LastIndexAny(s, "/:"); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.TrimSuffix(s, ".git")
+	if s == "" || s == "." || s == ".." || strings.HasPrefix(s, "-") || path.Base(s) != s || visible.Has(s) {
+		return "", fmt.Errorf("cannot derive a directory name from %q; give DIR", raw)
+	}
+	return s, nil
+}
