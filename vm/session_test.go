@@ -311,11 +311,14 @@ func cmdlinesContaining(s string) []string {
 }
 
 func TestSessionEnvThroughChannel(t *testing.T) {
-	srv, ep := testBox(t, sshtest.Options{AcceptEnv: "CORRAL_* LANG", LogLevel: "DEBUG1"})
+	// ForceCommand records the command string exactly as it arrived, then runs it.
+	wire := "/tmp/corral-wire-" + randomHex(4)
+	srv, ep := testBox(t, sshtest.Options{AcceptEnv: "CORRAL_* LANG", LogLevel: "DEBUG1",
+		ForceCommand: `printf %s "$SSH_ORIGINAL_COMMAND" > ` + wire + `; exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"`})
 	c := dialT(t, ep)
 	secret := "corral-secret-" + randomHex(8)
 	seen := "/tmp/corral-seen-" + randomHex(4)
-	t.Cleanup(func() { os.Remove(seen) })
+	t.Cleanup(func() { os.Remove(seen); os.Remove(wire) })
 	stdin, stdinW := io.Pipe()
 	var out waitWriter
 	res := runAsync(c, SessionOptions{
@@ -335,6 +338,10 @@ func TestSessionEnvThroughChannel(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(seen); string(got) != secret {
 		t.Errorf("guest saw CORRAL_TOKEN=%q, want the secret", got)
+	}
+	cmd, err := os.ReadFile(wire)
+	if err != nil || !strings.Contains(string(cmd), "CORRAL_TOKEN") || strings.Contains(string(cmd), secret) {
+		t.Errorf("command string on the wire %q (%v): want the variable's name only, never its value", cmd, err)
 	}
 	if strings.Contains(srv.Log(), secret) {
 		t.Errorf("secret value in the sshd log")

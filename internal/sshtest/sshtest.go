@@ -38,6 +38,10 @@ type Options struct {
 	User      string // "" creates a fresh test user
 	HostKey   []byte // PEM private host key; nil: a fresh ed25519 key
 	ClientKey []byte // PEM private client key; nil: a fresh ed25519 key
+	// ForceCommand, when set, runs instead of the client's command (which it finds in
+	// $SSH_ORIGINAL_COMMAND): tests use it to see the exact command string on the wire.
+	// sshd then refuses signal requests for the session.
+	ForceCommand string
 }
 
 // Server is a running sshd.
@@ -162,8 +166,15 @@ func (s *Server) config() string {
 		"LogLevel " + s.Opts.LogLevel,
 		"PrintMotd no",
 		"PrintLastLog no",
-		"",
-	}, "\n")
+		forceCommand(s.Opts.ForceCommand),
+	}, "\n") + "\n"
+}
+
+func forceCommand(c string) string {
+	if c == "" {
+		return ""
+	}
+	return "ForceCommand " + c
 }
 
 // Addr is host:port.
