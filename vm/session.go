@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -93,6 +94,7 @@ type Client struct {
 	addr string
 	lost atomic.Bool // set when keepalive gave up and closed the connection
 	done chan struct{}
+	once sync.Once
 }
 
 // Dial connects to ep, authenticating with ep.IdentityFile only and checking the host key
@@ -148,7 +150,10 @@ func handshake(ctx context.Context, addr string, cfg *ssh.ClientConfig) (*ssh.Cl
 	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
-	stop()
+	if !stop() && err == nil { // ctx ended just as the handshake finished: conn is closed
+		c.Close()
+		return nil, fmt.Errorf("connect to box at %s: %w", addr, ctx.Err())
+	}
 	if err != nil {
 		conn.Close()
 		if errors.Is(err, ErrHostKeyChanged) {
@@ -218,13 +223,15 @@ func (c *Client) keepalive(interval time.Duration, max int) {
 
 // Close closes the connection and every session on it.
 func (c *Client) Close() error {
-	select {
-	case <-c.done:
-		return nil
-	default:
+	err := net.ErrClosed
+	c.once.Do(func() {
 		close(c.done)
+		err = c.ssh.Close()
+	})
+	if c.lost.Load() || errors.Is(err, net.ErrClosed) {
+		return nil
 	}
-	return c.ssh.Close()
+	return err
 }
 
 // Output runs argv in the box and returns its stdout and exit code. A non-zero exit is also

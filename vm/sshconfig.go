@@ -9,6 +9,8 @@ package vm
 //     is the directory above the instance directory that holds ssh.config) is ever used, and only
 //     if it exists. Keys from ~/.ssh that Lima may list after it are never loaded, nor is the
 //     SSH agent: the box gets no credential of the user's own.
+//   - Hostname must be a loopback IP literal (Lima writes 127.0.0.1): a box is never reached
+//     over the network or through a name lookup.
 //   - The host key is not taken from the file (Lima disables checking); the pin file defaults to
 //     "corral_host_key" in the instance directory, so deleting the box forgets its key.
 
@@ -19,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -94,6 +97,9 @@ func checkEndpoint(path string, ep Endpoint, limaKey string) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s: no %s in the Host block; is the box running? (git corral start)", path, strings.Join(missing, ", "))
+	}
+	if ip := net.ParseIP(ep.Host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s: Hostname %q is not a loopback IP address: a box's sshd is only reached through Lima's port forward on this machine", path, ep.Host)
 	}
 	if ep.IdentityFile == "" {
 		return fmt.Errorf("%s: no IdentityFile names Lima's own key %q, or that key is missing: only Lima's key is used, never ~/.ssh keys or the agent", path, limaKey)
@@ -236,6 +242,9 @@ func checkHostKey(file, addr string, pinned, offered ssh.PublicKey) error {
 func writeHostKeyPin(file string, key ssh.PublicKey) error {
 	if key == nil {
 		return fmt.Errorf("pin box host key in %s: no key was offered", file)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return fmt.Errorf("pin box host key: %w", err)
 	}
 	if err := atomicfile.Write(file, ssh.MarshalAuthorizedKey(key), 0o600); err != nil {
 		return fmt.Errorf("pin box host key: %w", err)

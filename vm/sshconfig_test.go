@@ -114,6 +114,8 @@ func TestEndpointFromSSHConfigErrors(t *testing.T) {
 		{"bad port", "Port 60022", "Port 6x", "lima-box1", `:21: Port "6x" is not a port number`},
 		{"port out of range", "Port 60022", "Port 70000", "lima-box1", `Port "70000"`},
 		{"no port", "  Port 60022\n", "", "lima-box1", "no Port in the Host block"},
+		{"remote host", "Hostname 127.0.0.1", "Hostname 192.0.2.1", "lima-box1", `Hostname "192.0.2.1" is not a loopback IP`},
+		{"host name", "Hostname 127.0.0.1", "Hostname localhost", "lima-box1", `Hostname "localhost" is not a loopback IP`},
 		{"no user", "  User corral\n", "", "lima-box1", "no User"},
 		{"unterminated quote", `ControlPath "LIMA/box1/ssh.sock"`, `ControlPath "x`, "lima-box1", ":18: ControlPath: unterminated quote"},
 		{"options of another host", "Host lima-box1\n", "Host lima-box1\nHost lima-box2\n", "lima-box1", "no Hostname, Port, User"},
@@ -150,7 +152,7 @@ func TestSSHConfigSyntax(t *testing.T) {
 }
 
 func TestHostKeyPin(t *testing.T) {
-	pin := filepath.Join(t.TempDir(), "pin")
+	pin := filepath.Join(t.TempDir(), "new dir", "pin") // the directory is created
 	k1 := pubKey(t, sshtest.NewKeyPEM(t))
 	k2 := pubKey(t, sshtest.NewKeyPEM(t))
 	if got, err := readHostKeyPin(pin); got != nil || err != nil {
