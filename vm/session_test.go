@@ -516,7 +516,7 @@ func TestSessionConnectionLost(t *testing.T) {
 func TestSessionKeepAliveDetectsHungBox(t *testing.T) {
 	srv, ep := testBox(t, sshtest.Options{})
 	defer func(i time.Duration, m int) { keepAliveInterval, keepAliveMax = i, m }(keepAliveInterval, keepAliveMax)
-	keepAliveInterval, keepAliveMax = 200*time.Millisecond, 2
+	keepAliveInterval, keepAliveMax = 300*time.Millisecond, 2
 	c := dialT(t, ep)
 	var out waitWriter
 	res := runAsync(c, SessionOptions{Argv: []string{"sh", "-c", "echo ready; exec sleep 30"}, Stdout: &out})
@@ -559,7 +559,9 @@ func TestSessionPTYRawModeAndResize(t *testing.T) {
 	}
 	var out waitWriter
 	go io.Copy(&out, master)
-	script := `test -t 0 && echo "tty term=$TERM"; echo "size1=$(stty size)"; echo ready; read x; echo "size2=$(stty size)"; exit 5`
+	// After "ready", the guest polls its terminal size for up to 10 s for the resize to arrive.
+	script := `test -t 0 && echo "tty term=$TERM"; echo "size1=$(stty size)"; echo ready; i=0; ` +
+		`while [ "$(stty size)" != "40 100" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo "size2=$(stty size)"; exit 5`
 	res := runAsync(c, SessionOptions{Argv: []string{"sh", "-c", script}, TTY: true, Stdin: tty, Stdout: tty, Stderr: tty})
 	out.waitFor(t, "ready")
 	during, _ := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
@@ -569,10 +571,9 @@ func TestSessionPTYRawModeAndResize(t *testing.T) {
 	if err := sshtest.SetSize(tty, 40, 100); err != nil {
 		t.Fatal(err)
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGWINCH) // what the terminal emulator's kernel does
-	time.Sleep(300 * time.Millisecond)          // the window-change request goes out asynchronously
-	master.Write([]byte("\r"))
+	syscall.Kill(os.Getpid(), syscall.SIGWINCH) // what the kernel does when a terminal is resized
 	r := recv(t, res)
+	out.waitFor(t, "size2=")
 	got := out.String()
 	for _, want := range []string{"tty term=vt220", "size1=24 80", "size2=40 100"} {
 		if !strings.Contains(got, want) {
@@ -654,6 +655,46 @@ func benchSSH(b *testing.B, cfg string) {
 	for b.Loop() {
 		if out, err := exec.Command("ssh", "-F", cfg, "bench", "true").CombinedOutput(); err != nil {
 			b.Fatalf("ssh: %v: %s", err, out)
+		}
+	}
+}
+
+func TestSessionPTYCtrlCReachesGuest(t *testing.T) {
+	_, ep := testBox(t, sshtest.Options{})
+	c := dialT(t, ep)
+	master, tty, err := sshtest.OpenPTY()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer master.Close()
+	defer tty.Close()
+	var out waitWriter
+	go io.Copy(&out, master)
+	script := `trap 'echo got-INT; exit 9' INT; echo ready; while :; do sleep 0.1; done`
+	res := runAsync(c, SessionOptions{Argv: []string{"sh", "-c", script}, TTY: true, Stdin: tty, Stdout: tty, Stderr: tty})
+	out.waitFor(t, "ready")
+	master.Write([]byte{0x03}) // ^C typed: raw locally, so the guest's terminal turns it into SIGINT
+	if r := recv(t, res); r.code != 9 {
+		t.Errorf("^C: exit %d (%v), output %q; want 9 from the guest's INT trap", r.code, r.err, out.String())
+	}
+	out.waitFor(t, "got-INT")
+}
+
+// TestGuestSSHDDebug2LogsEnvValues documents a requirement on the guest sshd: at LogLevel
+// DEBUG2 or above OpenSSH logs every accepted variable with its value ("Setting env 0:
+// NAME=VALUE"), so the guest must keep LogLevel at DEBUG1 or lower (its default is INFO).
+func TestGuestSSHDDebug2LogsEnvValues(t *testing.T) {
+	for level, leaks := range map[string]bool{"INFO": false, "VERBOSE": false, "DEBUG1": false, "DEBUG2": true} {
+		srv, ep := testBox(t, sshtest.Options{LogLevel: level})
+		c := dialT(t, ep)
+		secret := "log-probe-" + randomHex(6)
+		if code, err := c.Run(context.Background(), SessionOptions{Argv: []string{"true"}, Env: map[string]string{"CORRAL_X": secret}}); code != 0 {
+			t.Fatalf("%s: %d, %v", level, code, err)
+		}
+		c.Close()
+		srv.Stop()
+		if got := strings.Contains(srv.Log(), secret); got != leaks {
+			t.Errorf("LogLevel %s: value in sshd log = %v, want %v", level, got, leaks)
 		}
 	}
 }
