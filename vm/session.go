@@ -48,7 +48,7 @@ type SessionOptions struct {
 	Dir     string            // absolute guest directory to cd into first; empty: home
 	Env     map[string]string // variables set through the SSH channel (values never logged)
 	TTY     bool              // request a PTY; raw mode and resizes when Stdin is a terminal
-	Stdin   io.Reader         // nil: the guest command reads EOF
+	Stdin   io.Reader         // nil: the guest command reads EOF (see Run about terminals)
 	Stdout  io.Writer         // nil: discarded
 	Stderr  io.Writer         // nil: discarded
 	Timeout time.Duration     // 0: none; else TERM, grace, KILL and exit code 124
@@ -114,9 +114,8 @@ func Dial(ctx context.Context, ep Endpoint) (*Client, error) {
 	}
 	var offered ssh.PublicKey
 	cfg := &ssh.ClientConfig{
-		User:    ep.User,
-		Auth:    []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		Timeout: dialTimeout,
+		User: ep.User,
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
 			offered = key
 			return checkHostKey(ep.HostKeyFile, addr, pin, key)
@@ -156,11 +155,9 @@ func handshake(ctx context.Context, addr string, cfg *ssh.ClientConfig) (*ssh.Cl
 	}
 	if err != nil {
 		conn.Close()
-		if errors.Is(err, ErrHostKeyChanged) {
-			var he *hostKeyError
-			if errors.As(err, &he) {
-				return nil, he
-			}
+		var he *hostKeyError
+		if errors.As(err, &he) {
+			return nil, he
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("connect to box at %s: %w", addr, ctx.Err())
@@ -186,9 +183,9 @@ func loadIdentity(file string) (ssh.Signer, error) {
 	return signer, nil
 }
 
-// keepalive sends a keepalive request every interval and closes the connection when max
+// keepalive sends a keepalive request every interval and closes the connection when maxMissed
 // replies in a row did not arrive within an interval, so a hung box ends the session.
-func (c *Client) keepalive(interval time.Duration, max int) {
+func (c *Client) keepalive(interval time.Duration, maxMissed int) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	missed := 0
@@ -212,7 +209,7 @@ func (c *Client) keepalive(interval time.Duration, max int) {
 			}
 			missed = 0
 		case <-time.After(interval):
-			if missed++; missed >= max {
+			if missed++; missed >= maxMissed {
 				c.lost.Store(true)
 				c.ssh.Close()
 				return
@@ -234,27 +231,30 @@ func (c *Client) Close() error {
 	return err
 }
 
-// Output runs argv in the box and returns its stdout and exit code. A non-zero exit is also
-// returned as an error wrapping ExitStatus, with the tail of the guest's stderr (escaped).
+// Output runs argv in the box and returns its stdout and exit status. The guest's status,
+// zero or not (128+N when killed by signal N), is data here, not an error: err is set only when
+// the command could not run or its status was not received (exit code 255 then), so a caller
+// such as the guard check can read a failing command's report. Stderr is discarded.
 func (c *Client) Output(ctx context.Context, argv []string) ([]byte, int, error) {
 	if len(argv) == 0 {
 		return nil, ExitSessionFailure, errors.New("run in box: empty command")
 	}
-	var stdout, stderr bytes.Buffer
-	code, err := c.Run(ctx, SessionOptions{Argv: argv, Stdout: &stdout, Stderr: &stderr})
+	var stdout bytes.Buffer
+	code, err := c.Run(ctx, SessionOptions{Argv: argv, Stdout: &stdout})
 	var es ExitStatus
-	if errors.As(err, &es) && stderr.Len() > 0 {
-		tail := stderr.Bytes()
-		if len(tail) > 2048 {
-			tail = tail[len(tail)-2048:]
-		}
-		err = fmt.Errorf("%w; guest stderr: %s", err, visible.String(strings.TrimSpace(string(tail))))
+	if errors.As(err, &es) && code != ExitTimeout {
+		err = nil
 	}
 	return stdout.Bytes(), code, err
 }
 
 // Run runs one session in the box and returns the exit code git corral should exit with; err
-// is nil only when that code is 0.
+// is nil only when that code is 0. While it runs, SIGINT, SIGTERM and SIGHUP sent to git corral
+// are forwarded to the guest command instead of ending git corral.
+//
+// A Stdin that is still open when the guest command ends (a terminal) keeps being read by a
+// goroutine until its next read returns, and that input is lost: run at most one session
+// with the terminal as Stdin per process, after any Output calls.
 func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
 	cmd, err := remoteCommand(opts.Argv, opts.Dir)
 	if err != nil {
