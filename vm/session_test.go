@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -709,5 +710,36 @@ func TestGuestSSHDDebug2LogsEnvValues(t *testing.T) {
 		if got := strings.Contains(srv.Log(), secret); got != leaks {
 			t.Errorf("LogLevel %s: value in sshd log = %v, want %v", level, got, leaks)
 		}
+	}
+}
+
+func TestDialTimesOutOnSilentServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() { // accept and say nothing, like a hung box behind Lima's forward
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	defer func(d time.Duration) { dialTimeout = d }(dialTimeout)
+	dialTimeout = 500 * time.Millisecond
+	key := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(key, sshtest.NewKeyPEM(t), 0o600)
+	ep := Endpoint{Host: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, User: "u", IdentityFile: key,
+		HostKeyFile: filepath.Join(t.TempDir(), "pin")}
+	start := time.Now()
+	_, err = Dial(context.Background(), ep)
+	if err == nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("silent server: %v after %s; want an error after about %s", err, time.Since(start), dialTimeout)
+	}
+	if !strings.Contains(err.Error(), "ssh handshake with box at") {
+		t.Errorf("error %q does not say the handshake failed", err)
 	}
 }
