@@ -271,7 +271,14 @@ func NewUser(t testing.TB) string {
 	b := make([]byte, 4)
 	rand.Read(b)
 	name := "crlt" + hex.EncodeToString(b)
-	out, err := exec.Command("useradd", "-m", "-s", "/bin/bash", "-p", "*", name).CombinedOutput()
+	var out []byte
+	var err error
+	for try := 0; try < 5; try++ { // useradd fails while another process holds /etc/passwd's lock
+		if out, err = exec.Command("useradd", "-m", "-s", "/bin/bash", "-p", "*", name).CombinedOutput(); err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("useradd %s: %v: %s", name, err, out)
 	}
