@@ -46,7 +46,7 @@ type Endpoint struct {
 const HostKeyPinName = "corral_host_key"
 
 // EndpointFromSSHConfig parses Lima v1.2.2's <instance>/ssh.config and returns the endpoint of
-// the Host block named host ("lima-NAME"; the bare instance name is accepted too).
+// the Host block named host ("lima-NAME"; the instance name NAME is accepted too).
 func EndpointFromSSHConfig(path, host string) (Endpoint, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -118,11 +118,13 @@ type sshOption struct {
 	line       int
 }
 
-// parseSSHConfig returns the options of the Host block whose pattern is host or "lima-"+host,
-// in file order. Match blocks and Host patterns with wildcards are not followed: Lima writes
-// neither.
+// parseSSHConfig returns the options of the Host block named host, in file order. host may also
+// be the instance name: Lima names the block "lima-" + the name with "." and "_" turned into "-"
+// (pkg/instance/hostname). Match blocks and Host patterns with wildcards are not followed: Lima
+// writes neither.
 func parseSSHConfig(path string, data []byte, host string) ([]sshOption, error) {
-	want := map[string]bool{host: true, "lima-" + host: true}
+	limaName := "lima-" + strings.NewReplacer(".", "-", "_", "-").Replace(strings.TrimPrefix(host, "lima-"))
+	want := map[string]bool{host: true, limaName: true}
 	var opts []sshOption
 	in, found := false, false
 	sc := bufio.NewScanner(bytes.NewReader(data))

@@ -134,6 +134,17 @@ func TestEndpointFromSSHConfigErrors(t *testing.T) {
 	}
 }
 
+func TestSSHConfigHostAliasOfInstanceName(t *testing.T) {
+	// Lima writes "Host lima-my-box-1" for the instance "my_box.1".
+	cfg := "Host lima-my-box-1\n  Port 1\nHost lima-my_box.1\n  Port 2\n"
+	for _, host := range []string{"my_box.1", "lima-my_box.1", "lima-my-box-1"} {
+		opts, err := parseSSHConfig("cfg", []byte(cfg), host)
+		if err != nil || len(opts) == 0 || opts[0].value != "1" {
+			t.Errorf("%s: %+v, %v; want the options of Host lima-my-box-1", host, opts, err)
+		}
+	}
+}
+
 func TestSSHConfigSyntax(t *testing.T) {
 	cfg := "Host lima-a other\n  hostname=127.0.0.2\n\tPORT = 2222\n  User first\n  User second\n" +
 		"Match all\n  Port 1\nHost lima-b\n  Port 3\n"
