@@ -64,6 +64,17 @@ func (e ExitStatus) Error() string { return fmt.Sprintf("guest command exited wi
 // GuestStatus returns the status for git corral to exit with.
 func (e ExitStatus) GuestStatus() int { return int(e) }
 
+// statusError is an exit status with a better message than ExitStatus's own (a timeout, a
+// signal); errors.As finds the ExitStatus through Unwrap.
+type statusError struct {
+	msg    string
+	status ExitStatus
+}
+
+func (e *statusError) Error() string    { return fmt.Sprintf("%s (exit status %d)", e.msg, int(e.status)) }
+func (e *statusError) Unwrap() error    { return e.status }
+func (e *statusError) GuestStatus() int { return int(e.status) }
+
 // Exit codes and errors of sessions that did not end with the guest command's own status.
 const (
 	ExitTimeout        = 124 // Timeout elapsed; the command was stopped
@@ -302,7 +313,7 @@ func (c *Client) wait(ctx context.Context, sess *ssh.Session, done <-chan error,
 		return c.exitCode(err)
 	case <-expired:
 		terminate(sess, done)
-		return ExitTimeout, fmt.Errorf("guest command timed out after %s and was stopped (TERM, then KILL): %w", timeout, ExitStatus(ExitTimeout))
+		return ExitTimeout, &statusError{fmt.Sprintf("guest command timed out after %s and was stopped (TERM, then KILL)", timeout), ExitTimeout}
 	case <-ctx.Done():
 		terminate(sess, done)
 		return ExitSessionFailure, fmt.Errorf("session in box at %s: %w", c.addr, ctx.Err())
@@ -337,7 +348,7 @@ func (c *Client) exitCode(err error) (int, error) {
 		if num, ok := signalNumbers[ee.Signal()]; ok {
 			n = 128 + num
 		}
-		return n, fmt.Errorf("guest command killed by signal %s: %w", visible.String(ee.Signal()), ExitStatus(n))
+		return n, &statusError{fmt.Sprintf("guest command killed by signal %s", visible.String(ee.Signal())), ExitStatus(n)}
 	case errors.As(err, &ee):
 		return ee.ExitStatus(), ExitStatus(ee.ExitStatus())
 	default:

@@ -135,6 +135,8 @@ func TestSessionExitStatusAndStreams(t *testing.T) {
 			t.Errorf("%q: exit 0 with error %v", tc.script, err)
 		case tc.code != 0 && (!errors.As(err, &es) || es.GuestStatus() != tc.code):
 			t.Errorf("%q: error %v, want one wrapping ExitStatus(%d)", tc.script, err, tc.code)
+		case tc.code > 128 && !strings.Contains(err.Error(), "killed by signal"):
+			t.Errorf("%q: error %v, want one wrapping ExitStatus(%d)", tc.script, err, tc.code)
 		case stdout.String() != tc.stdout || stderr.String() != tc.stderr:
 			t.Errorf("%q: stdout %q stderr %q, want %q %q", tc.script, stdout.String(), stderr.String(), tc.stdout, tc.stderr)
 		}
@@ -459,7 +461,9 @@ func TestSessionTimeoutStopsTheGuestCommand(t *testing.T) {
 	})
 	elapsed := time.Since(start)
 	var es ExitStatus
-	if code != ExitTimeout || !errors.As(err, &es) || es.GuestStatus() != 124 || !strings.Contains(err.Error(), "timed out after 1s") {
+	var gs interface{ GuestStatus() int } // what the CLI looks for
+	if code != ExitTimeout || !errors.As(err, &es) || es.GuestStatus() != 124 || !errors.As(err, &gs) || gs.GuestStatus() != 124 ||
+		err.Error() != "guest command timed out after 1s and was stopped (TERM, then KILL) (exit status 124)" {
 		t.Fatalf("timeout: %d, %v; want 124", code, err)
 	}
 	if elapsed < time.Second+termGrace || elapsed > 8*time.Second {
