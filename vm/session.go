@@ -253,7 +253,7 @@ func (c *Client) Output(ctx context.Context, argv []string) ([]byte, int, error)
 	var stdout bytes.Buffer
 	code, err := c.Run(ctx, SessionOptions{Argv: argv, Stdout: &stdout})
 	var es ExitStatus
-	if errors.As(err, &es) && code != ExitTimeout {
+	if errors.As(err, &es) { // without a Timeout, every ExitStatus is the guest's own
 		err = nil
 	}
 	return stdout.Bytes(), code, err
@@ -431,7 +431,12 @@ func setenv(sess *ssh.Session, env map[string]string) error {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if err := sess.Setenv(k, env[k]); err != nil {
+		err := sess.Setenv(k, env[k])
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF): // the connection broke; x/crypto's refusal is a plain error
+			return fmt.Errorf("set %s: %w", k, err)
+		default:
 			return fmt.Errorf("%w %s (the guest sshd needs it in AcceptEnv)", ErrEnvRefused, k)
 		}
 	}

@@ -149,6 +149,9 @@ func TestSessionExitStatusAndStreams(t *testing.T) {
 	if _, code, err := c.Output(ctx, []string{"sh", "-c", "kill -TERM $$"}); code != 143 || err != nil {
 		t.Errorf("Output of a signalled command: %d, %v; want 143 and no error", code, err)
 	}
+	if _, code, err := c.Output(ctx, []string{"sh", "-c", "exit 124"}); code != 124 || err != nil {
+		t.Errorf("Output of a command exiting 124 itself: %d, %v; want 124 and no error", code, err)
+	}
 	if _, code, err := c.Output(ctx, nil); code != ExitSessionFailure || err == nil {
 		t.Errorf("Output of nothing: %d, %v; want 255 and an error", code, err)
 	}
