@@ -750,3 +750,20 @@ func TestDialTimesOutOnSilentServer(t *testing.T) {
 		t.Errorf("error %q does not say the handshake failed", err)
 	}
 }
+
+// FuzzShellQuote checks that any argument without NUL reaches a POSIX shell as exactly itself:
+// quoted by shellQuote, printed back by /bin/sh's printf.
+func FuzzShellQuote(f *testing.F) {
+	for _, a := range hostileArgs {
+		f.Add(a)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.ContainsRune(s, 0) {
+			t.Skip("NUL cannot be an argument")
+		}
+		out, err := exec.Command("/bin/sh", "-c", "printf %s "+shellQuote(s)).Output()
+		if err != nil || string(out) != s {
+			t.Fatalf("sh got %q (%v) for %q", out, err, s)
+		}
+	})
+}
