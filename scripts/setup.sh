@@ -13,6 +13,7 @@ PACKAGES=(
   git make man-db bash-completion zsh fish util-linux curl ca-certificates
   qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client openssh-sftp-server
   nftables iproute2 iptables shellcheck socat hyperfine squid tinyproxy
+  openssh-server
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,8 +28,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # The proxies are for benchmarks only: never leave them running as services.
-  for s in squid tinyproxy; do
+  # The proxies are for benchmarks only, and sshd only for the vm session tests (which run their
+  # own on loopback): never leave them running as services.
+  for s in squid tinyproxy ssh; do
     systemctl disable --now "$s" >/dev/null 2>&1 || service "$s" stop >/dev/null 2>&1 || true
   done
 else
