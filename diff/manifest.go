@@ -1,0 +1,203 @@
+package diff
+
+// The manifest is the trusted record of a session base. It lives on the host under
+// $CORRAL_HOME/sessions/<box>/, out of the box's reach, and lists every walked path with its
+// lstat fields and blob hash. Compare trusts it, not the repository: the box can rewrite
+// refs/corral/sessions/… and loose objects, but not the manifest. Its lstat fields are also the
+// stat cache: a file whose size, mtime, ctime, inode and mode all match, and whose ctime is
+// older than the manifest, has the recorded hash (the guest can forge mtime but not the host's
+// ctime).
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-corral/git-corral/internal/atomicfile"
+)
+
+const manifestMagic = "corral-session-base 1\n"
+
+// manifestHeader is the JSON line after the magic.
+type manifestHeader struct {
+	Box      string    `json:"box"`
+	Ref      string    `json:"ref"`
+	Commit   string    `json:"commit"`
+	TopLevel string    `json:"topLevel"`
+	Created  time.Time `json:"created"`
+}
+
+// manifest is a decoded session base.
+type manifest struct {
+	manifestHeader
+	Entries []*entry // sorted by Path
+}
+
+// sessionsDir is where a box's manifests live.
+func sessionsDir(home, box string) string { return filepath.Join(home, "sessions", box) }
+
+// encode serialises m: magic, header JSON line, entries, then a sha256 of everything before.
+func (m *manifest) encode() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(manifestMagic)
+	hj, err := json.Marshal(m.manifestHeader)
+	if err != nil {
+		return nil, err
+	}
+	b.Write(hj)
+	b.WriteByte('\n')
+	var tmp [binary.MaxVarintLen64]byte
+	uv := func(v uint64) { b.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
+	sv := func(v int64) { b.Write(tmp[:binary.PutVarint(tmp[:], v)]) }
+	uv(uint64(len(m.Entries)))
+	for _, e := range m.Entries {
+		uv(uint64(len(e.Path)))
+		b.WriteString(e.Path)
+		b.WriteByte(byte(e.Kind))
+		b.WriteByte(e.Flags)
+		uv(uint64(e.Mode))
+		sv(e.Size)
+		sv(e.Mtime)
+		sv(e.Ctime)
+		uv(e.Ino)
+		uv(e.Dev)
+		if e.Have {
+			b.WriteByte(1)
+			b.Write(e.Hash[:])
+		} else {
+			b.WriteByte(0)
+		}
+		uv(uint64(len(e.Data)))
+		b.Write(e.Data)
+	}
+	sum := sha256.Sum256(b.Bytes())
+	b.Write(sum[:])
+	return b.Bytes(), nil
+}
+
+var errManifest = errors.New("corrupt session base manifest")
+
+// decodeManifest parses what encode wrote, checking the trailing checksum first.
+func decodeManifest(data []byte) (*manifest, error) {
+	if len(data) < len(manifestMagic)+32 || !bytes.HasPrefix(data, []byte(manifestMagic)) {
+		return nil, errManifest
+	}
+	body, sum := data[:len(data)-32], data[len(data)-32:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("%w: checksum mismatch", errManifest)
+	}
+	r := bufio.NewReader(bytes.NewReader(body[len(manifestMagic):]))
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return nil, errManifest
+	}
+	m := &manifest{}
+	if err := json.Unmarshal(line, &m.manifestHeader); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", errManifest, err)
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil || n > uint64(len(data)) {
+		return nil, errManifest
+	}
+	m.Entries = make([]*entry, 0, n)
+	for range n {
+		e, err := decodeEntry(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %v", errManifest, len(m.Entries), err)
+		}
+		m.Entries = append(m.Entries, e)
+	}
+	return m, nil
+}
+
+func decodeEntry(r *bufio.Reader) (*entry, error) {
+	var errs []error
+	uv := func() uint64 { v, err := binary.ReadUvarint(r); errs = append(errs, err); return v }
+	sv := func() int64 { v, err := binary.ReadVarint(r); errs = append(errs, err); return v }
+	bs := func(n uint64) []byte {
+		if n > 1<<30 {
+			errs = append(errs, errManifest)
+			return nil
+		}
+		buf := make([]byte, n)
+		_, err := io.ReadFull(r, buf)
+		errs = append(errs, err)
+		return buf
+	}
+	by := func() byte { c, err := r.ReadByte(); errs = append(errs, err); return c }
+	e := &entry{Path: string(bs(uv()))}
+	e.Kind, e.Flags = Kind(by()), by()
+	e.Mode = uint32(uv())
+	e.Size, e.Mtime, e.Ctime = sv(), sv(), sv()
+	e.Ino, e.Dev = uv(), uv()
+	if by() == 1 {
+		copy(e.Hash[:], bs(20))
+		e.Have = true
+	}
+	if d := bs(uv()); len(d) > 0 {
+		e.Data = d
+	}
+	return e, errors.Join(errs...)
+}
+
+// saveManifest writes m atomically as <created>.base under the box's sessions directory.
+func saveManifest(home string, m *manifest) (string, error) {
+	data, err := m.encode()
+	if err != nil {
+		return "", err
+	}
+	dir := sessionsDir(home, m.Box)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create %q: %w", dir, err)
+	}
+	p := filepath.Join(dir, stamp(m.Created)+".base")
+	if err := atomicfile.Write(p, data, 0o600); err != nil {
+		return "", fmt.Errorf("write session base %q: %w", p, err)
+	}
+	return p, nil
+}
+
+// stamp is the sortable timestamp used in ref and manifest names.
+func stamp(t time.Time) string { return t.UTC().Format("20060102T150405.000000000Z") }
+
+// latestManifest loads the newest manifest of box, or returns (nil, nil) when there is none.
+func latestManifest(home, box string) (*manifest, error) {
+	dir := sessionsDir(home, box)
+	names, err := readNames(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list session bases %q: %w", dir, err)
+	}
+	var bases []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".base") {
+			bases = append(bases, n)
+		}
+	}
+	if len(bases) == 0 {
+		return nil, nil
+	}
+	sort.Strings(bases)
+	p := filepath.Join(dir, bases[len(bases)-1])
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read session base %q: %w", p, err)
+	}
+	m, err := decodeManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("read session base %q: %w", p, err)
+	}
+	return m, nil
+}
