@@ -68,7 +68,7 @@ type Change struct {
 	// Target is a symlink's target text (never followed).
 	Target string `json:"target,omitempty"`
 	// Finding is true when at least one finding is about this path.
-	Finding bool `json:"finding"`
+	Finding bool   `json:"finding"`
 	Error   string `json:"error,omitempty"`
 	// Detail is the diff of an ordinary change, filled only with Options.All.
 	Detail []string `json:"detail,omitempty"`
