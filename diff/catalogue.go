@@ -152,7 +152,6 @@ var catalogue = []Rule{
 	{"mise.local.toml", "entry", High, "mise runs its hooks and tasks on entry"},
 	{".mise.local.toml", "entry", High, "mise runs its hooks and tasks on entry"},
 	{".mise/**", "entry", High, "mise reads config and tasks from here"},
-	{".config/mise.toml", "entry", High, "mise runs its hooks and tasks on entry"},
 	{".config/mise/**", "entry", High, "mise reads config and tasks from here"},
 	{".tool-versions", "entry", High, "asdf and mise install and run the tool versions it names"},
 	{".rtx.toml", "entry", High, "rtx/mise runs its hooks on entry"},
@@ -229,19 +228,26 @@ var catalogue = []Rule{
 	{".dockerignore", "container", Low, "decides what docker build sends"},
 }
 
-// Match returns the first catalogue rule matching the slash-separated path, or nil.
+// Match returns the first catalogue rule matching the slash-separated path exactly, or else the
+// first matching it case-insensitively, or nil.
 func Match(p string) *Rule {
-	for i := range catalogue {
-		if matchPattern(catalogue[i].Pattern, p) {
-			return &catalogue[i]
+	for _, fold := range []bool{false, true} {
+		for i := range catalogue {
+			if matchCase(catalogue[i].Pattern, p, fold) {
+				return &catalogue[i]
+			}
 		}
 	}
 	return nil
 }
 
 // matchPattern matches a catalogue pattern (see the file comment) case-insensitively.
-func matchPattern(pattern, p string) bool {
-	pattern, p = strings.ToLower(pattern), strings.ToLower(p)
+func matchPattern(pattern, p string) bool { return matchCase(pattern, p, true) }
+
+func matchCase(pattern, p string, fold bool) bool {
+	if fold {
+		pattern, p = strings.ToLower(pattern), strings.ToLower(p)
+	}
 	if !strings.Contains(pattern, "/") {
 		ok, _ := path.Match(pattern, path.Base(p))
 		return ok
