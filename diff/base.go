@@ -172,7 +172,7 @@ func inlineGitMeta(p *project.Project, es []*entry) {
 		if e.Flags&flagGitMeta == 0 || e.Kind != KindFile || e.Size > maxInline {
 			continue
 		}
-		if data, err := readNoFollow(entryAbs(p, e), maxInline); err == nil {
+		if data, err := readVerified(entryAbs(p, e), e, maxInline); err == nil {
 			e.Data, e.Hash, e.Have = data, blobHash(data), true
 		}
 	}

@@ -32,17 +32,25 @@ type classifier struct {
 	base  *baseSet
 	cur   []*entry
 	absOf func(*entry) string
-	// folded maps a lower-cased path to the current paths that fold to it.
+	// folded maps the lower-cased path of each changed path to the current paths that fold to
+	// it (built for changed paths only: one pass over the tree, no map of all of it).
 	folded map[string][]string
-	paths  map[string]bool
 }
 
 func (c *classifier) classify(r *Report) {
-	c.folded, c.paths = map[string][]string{}, map[string]bool{}
-	for _, e := range c.cur {
-		k := strings.ToLower(e.Path)
-		c.folded[k] = append(c.folded[k], e.Path)
-		c.paths[e.Path] = true
+	c.folded = map[string][]string{}
+	for _, ch := range r.Changes {
+		if ch.cur != nil {
+			c.folded[strings.ToLower(ch.Path)] = nil
+		}
+	}
+	if len(c.folded) > 0 {
+		for _, e := range c.cur {
+			k := strings.ToLower(e.Path)
+			if v, ok := c.folded[k]; ok {
+				c.folded[k] = append(v, e.Path)
+			}
+		}
 	}
 	for i := range r.Changes {
 		ch := &r.Changes[i]
@@ -119,7 +127,7 @@ func (c *classifier) gitFindings(ch *Change, add func(Severity, string, string, 
 	case cur.Kind == KindDir:
 		add(High, "git", "a bare repository: git run inside it on the host obeys its config and hooks", nil)
 	default:
-		text, _ := readNoFollow(c.absOf(cur), 4096)
+		text, _ := readVerified(c.absOf(cur), cur, 4096)
 		add(High, "git", "a .git file: git run here on the host uses the git dir it names", []string{strings.TrimSpace(string(text))})
 	}
 }
@@ -146,7 +154,7 @@ func (c *classifier) fsFindings(ch *Change, add func(Severity, string, string, [
 	if ch.Status == "added" {
 		dir, base := path.Split(cur.Path)
 		for _, shadowed := range shadows[base] {
-			if c.paths[dir+shadowed] {
+			if c.exists(dir + shadowed) {
 				add(High, "make", fmt.Sprintf("shadows %s: make reads %s first and ignores %s", dir+shadowed, base, shadowed), nil)
 			}
 		}
@@ -154,6 +162,12 @@ func (c *classifier) fsFindings(ch *Change, add func(Severity, string, string, [
 	if others := c.folded[strings.ToLower(cur.Path)]; len(others) > 1 {
 		add(High, "filesystem", "case collision with "+strings.Join(without(others, cur.Path), ", ")+": a case-insensitive host keeps only one", nil)
 	}
+}
+
+// exists reports whether p is a current path (c.cur is sorted).
+func (c *classifier) exists(p string) bool {
+	i := sort.Search(len(c.cur), func(i int) bool { return c.cur[i].Path >= p })
+	return i < len(c.cur) && c.cur[i].Path == p
 }
 
 // shadows lists, for each makefile name, the names GNU make would no longer read.

@@ -130,15 +130,11 @@ func Compare(ctx context.Context, p *project.Project, o Options) (*Report, error
 	if err != nil {
 		return nil, err
 	}
-	cache := statCache(latest)
-	absOf := func(e *entry) string { return entryAbs(p, e) }
-	need := func(e *entry) bool {
-		if c := cache[e.Path]; c != nil && c.matches(e, latest.Created) {
-			e.Hash, e.Have = c.Hash, true
-			return false
-		}
-		return e.Kind == KindFile || e.Kind == KindSymlink
+	if latest != nil {
+		applyStatCache(cur, latest.Entries, latest.Created)
 	}
+	absOf := func(e *entry) string { return entryAbs(p, e) }
+	need := func(e *entry) bool { return !e.Have && (e.Kind == KindFile || e.Kind == KindSymlink) }
 	if err := hashAll(ctx, absOf, cur, o.Workers, need); err != nil {
 		return nil, err
 	}
@@ -164,16 +160,18 @@ func (c *entry) matches(e *entry, created time.Time) bool {
 		c.Ino == e.Ino && c.Dev == e.Dev && c.Mode == e.Mode && c.Ctime < created.Add(-2*time.Second).UnixNano()
 }
 
-// statCache indexes a manifest's entries by path.
-func statCache(m *manifest) map[string]*entry {
-	if m == nil {
-		return nil
+// applyStatCache takes the hash of every current entry the trusted manifest vouches for (see
+// matches). Both lists are sorted by path, so one merge pass does it.
+func applyStatCache(cur, cache []*entry, created time.Time) {
+	i := 0
+	for _, e := range cur {
+		for i < len(cache) && cache[i].Path < e.Path {
+			i++
+		}
+		if i < len(cache) && cache[i].Path == e.Path && cache[i].matches(e, created) {
+			e.Hash, e.Have = cache[i].Hash, true
+		}
 	}
-	out := make(map[string]*entry, len(m.Entries))
-	for _, e := range m.Entries {
-		out[e.Path] = e
-	}
-	return out
 }
 
 func dropGitMeta(es []*entry) []*entry {

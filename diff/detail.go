@@ -79,7 +79,7 @@ func (c *classifier) newContent(e *entry) content {
 	if e.Size > c.o.MaxText {
 		return content{missing: fmt.Sprintf("%d bytes, larger than %d: not shown (hash %s)", e.Size, c.o.MaxText, plumbing.Hash(e.Hash))}
 	}
-	data, err := readNoFollow(c.absOf(e), c.o.MaxText+1)
+	data, err := readVerified(c.absOf(e), e, c.o.MaxText+1)
 	if err != nil {
 		return content{missing: "could not be read: " + err.Error()}
 	}

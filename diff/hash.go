@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // keepInMem is the largest file whose bytes are kept after hashing (to write its blob or show
@@ -44,13 +46,13 @@ func hashEntry(abs string, e *entry, keep bool) ([]byte, error) {
 	default:
 		return nil, nil
 	}
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscallNoFollow|syscallNonBlock, 0)
+	f, err := openVerified(abs, e)
 	if err != nil {
-		return nil, fmt.Errorf("open %q: %w", e.Path, err)
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
+	if err != nil {
 		return nil, fmt.Errorf("open %q: %w", e.Path, errChanged)
 	}
 	size := st.Size()
@@ -109,16 +111,29 @@ func hashAll(ctx context.Context, absOf func(*entry) string, es []*entry, worker
 	return ctx.Err()
 }
 
-// readNoFollow reads at most limit bytes of a regular file without following a symlink or
-// blocking on a FIFO.
-func readNoFollow(abs string, limit int64) ([]byte, error) {
+// openVerified opens the regular file the walk saw as e: no symlink followed in the last
+// component, no blocking on a FIFO, and the same device and inode as the walk recorded, so that
+// a directory swapped for a symlink after the walk cannot make it read a file outside the tree.
+func openVerified(abs string, e *entry) (*os.File, error) {
 	f, err := os.OpenFile(abs, os.O_RDONLY|syscallNoFollow|syscallNonBlock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %q: %w", e.Path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG ||
+		(e.Ino != 0 && (st.Ino != e.Ino || st.Dev != e.Dev)) {
+		f.Close()
+		return nil, fmt.Errorf("open %q: %w", e.Path, errChanged)
+	}
+	return f, nil
+}
+
+// readVerified reads at most limit bytes of the file the walk saw as e (see openVerified).
+func readVerified(abs string, e *entry, limit int64) ([]byte, error) {
+	f, err := openVerified(abs, e)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, errChanged
-	}
 	return io.ReadAll(io.LimitReader(f, limit))
 }

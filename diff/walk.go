@@ -15,10 +15,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Kind is the file-system type of an entry.
@@ -96,7 +97,7 @@ func walk(ctx context.Context, top, gitDir string, workers int) ([]*entry, error
 	w := &walker{top: top, sem: make(chan struct{}, workers),
 		topGitSkipped: gitDir == filepath.Join(top, ".git")}
 	w.wg.Add(1)
-	go w.dir(ctx, "")
+	go w.dir(ctx, "", nil)
 	w.wg.Wait()
 	if gitDir != "" {
 		w.gitMeta(gitDir, ".git", 0)
@@ -107,7 +108,7 @@ func walk(ctx context.Context, top, gitDir string, workers int) ([]*entry, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sort.Slice(w.out, func(i, j int) bool { return w.out[i].Path < w.out[j].Path })
+	slices.SortFunc(w.out, func(a, b *entry) int { return strings.Compare(a.Path, b.Path) })
 	return w.out, nil
 }
 
@@ -135,30 +136,38 @@ func (w *walker) fail(err error) {
 }
 
 // dir lists one directory; subdirectories are walked concurrently, bounded by sem.
-func (w *walker) dir(ctx context.Context, rel string) {
+// want is the directory's lstat as its parent saw it (nil for the top level).
+func (w *walker) dir(ctx context.Context, rel string, want *entry) {
 	defer w.wg.Done()
 	if ctx.Err() != nil {
 		return
 	}
 	w.sem <- struct{}{}
-	names, err := readNames(filepath.Join(w.top, filepath.FromSlash(rel)))
-	<-w.sem
+	defer func() { <-w.sem }()
+	f, err := openDir(filepath.Join(w.top, filepath.FromSlash(rel)), want)
 	if err != nil {
 		w.fail(fmt.Errorf("list %q: %w", rel, err))
 		return
 	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		w.fail(fmt.Errorf("list %q: %w", rel, err))
+		return
+	}
+	dirfd := int(f.Fd())
 	var local []*entry
-	var subdirs []string
+	var subdirs []*entry
 	for _, name := range names {
 		p := path.Join(rel, name)
 		if rel == "" && name == ".git" && w.topGitSkipped {
-			e, err := w.lstat(p)
+			e, err := statAt(dirfd, name, p)
 			if err == nil && e.Kind != KindDir {
 				local = append(local, e) // a ".git" file (linked worktree): its text matters
 			}
 			continue // the top-level git dir is walked by gitMeta
 		}
-		e, err := w.lstat(p)
+		e, err := statAt(dirfd, name, p)
 		if err != nil {
 			w.fail(err)
 			continue
@@ -175,7 +184,7 @@ func (w *walker) dir(ctx context.Context, rel string) {
 				e.Flags |= flagNestedGit
 				local = append(local, e)
 			}
-			subdirs = append(subdirs, p)
+			subdirs = append(subdirs, e)
 		default:
 			if name == ".git" {
 				e.Flags |= flagNestedGit
@@ -186,8 +195,30 @@ func (w *walker) dir(ctx context.Context, rel string) {
 	w.add(local...)
 	for _, sd := range subdirs {
 		w.wg.Add(1)
-		go w.dir(ctx, sd)
+		go w.dir(ctx, sd.Path, sd)
 	}
+}
+
+// errSwapped means a directory changed identity between its parent's listing and its own.
+var errSwapped = errors.New("directory replaced during the walk")
+
+// openDir opens a directory without following a symlink in its last component and, when want
+// is set, checks it is the same directory (device and inode) the parent listed: a directory
+// swapped for a symlink mid-walk (at any depth) cannot lead the walk out of the tree.
+func openDir(abs string, want *entry) (*os.File, error) {
+	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), abs)
+	if want != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Ino != want.Ino || st.Dev != want.Dev {
+			f.Close()
+			return nil, errSwapped
+		}
+	}
+	return f, nil
 }
 
 // readNames lists a directory's entry names without sorting or stat.
@@ -200,31 +231,40 @@ func readNames(dir string) ([]string, error) {
 	return f.Readdirnames(-1)
 }
 
-// lstat records what lstat says about rel, without following symlinks.
-func (w *walker) lstat(rel string) (*entry, error) {
-	return lstatEntry(filepath.Join(w.top, filepath.FromSlash(rel)), rel)
+// statAt records what lstat says about name in the open directory dirfd (rel is its path for
+// the entry and errors); relative to the directory, the kernel resolves one component only.
+func statAt(dirfd int, name, rel string) (*entry, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, fmt.Errorf("lstat %q: %w", rel, err)
+	}
+	return fromStat(&st, rel), nil
 }
 
 func lstatEntry(abs, rel string) (*entry, error) {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(abs, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Lstat(abs, &st); err != nil {
 		return nil, fmt.Errorf("lstat %q: %w", rel, err)
 	}
+	return fromStat(&st, rel), nil
+}
+
+func fromStat(st *unix.Stat_t, rel string) *entry {
 	e := &entry{Path: rel, Mode: st.Mode, Size: st.Size, Ino: st.Ino, Dev: st.Dev,
 		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFREG:
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
 		e.Kind = KindFile
-	case syscall.S_IFLNK:
+	case unix.S_IFLNK:
 		e.Kind = KindSymlink
-	case syscall.S_IFDIR:
+	case unix.S_IFDIR:
 		e.Kind = KindDir
 		e.Size = 0
 	default:
 		e.Kind = KindSpecial
 		e.Size = 0
 	}
-	return e, nil
+	return e
 }
 
 // isBareRepo reports whether dir looks like a git dir git would open (HEAD, objects/, refs/).
