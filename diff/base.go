@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/gitcli"
 	"github.com/git-corral/git-corral/project"
 )
 
@@ -69,7 +70,11 @@ func RecordBaseWith(ctx context.Context, p *project.Project, box string, o BaseO
 	if err != nil {
 		return "", fmt.Errorf("record session base: open repository %q: %w", p.TopLevel, err)
 	}
-	if err := storeBlobs(absOf, repo.Storer, es); err != nil {
+	skip, err := ignoredDirs(ctx, p.TopLevel)
+	if err != nil {
+		return "", fmt.Errorf("record session base: %w", err)
+	}
+	if err := storeBlobs(absOf, repo.Storer, es, skip); err != nil {
 		return "", err
 	}
 	inlineGitMeta(p, es)
@@ -131,10 +136,13 @@ func inCommit(e *entry) bool {
 // storeBlobs writes the blob of every committable entry git does not have yet, from the bytes
 // read now (re-hashed: the file may have changed since the walk). Files over keepInMem whose
 // blob git lacks stay out of the commit; the manifest still has their hash.
-func storeBlobs(absOf func(*entry) string, st storage.Storer, es []*entry) error {
+func storeBlobs(absOf func(*entry) string, st storage.Storer, es []*entry, skip []string) error {
 	for _, e := range es {
 		if !inCommit(e) {
 			continue
+		}
+		if underAny(e.Path, skip) {
+			continue // an ignored directory (node_modules, target/…): manifest only
 		}
 		if st.HasEncodedObject(plumbing.Hash(e.Hash)) == nil {
 			e.Flags |= flagInCommit
@@ -164,6 +172,37 @@ func storeBlobs(absOf func(*entry) string, st storage.Storer, es []*entry) error
 		e.Flags |= flagInCommit
 	}
 	return nil
+}
+
+// ignoredDirs lists the directories git ignores in the work tree (node_modules/, target/…),
+// whose files go into the manifest but not into the base commit, so that a session base does not
+// copy a dependency tree into the repository. Single ignored files (.envrc, .env) are still
+// committed. Only what goes into the commit depends on ignore rules, never what is compared.
+// git runs with fsmonitor and hooks off and replace objects disabled.
+func ignoredDirs(ctx context.Context, top string) ([]string, error) {
+	g := gitcli.Git{Dir: top, Env: []string{"GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0"}}
+	out, err := g.Output(ctx, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+		"-c", "core.untrackedCache=false", "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if strings.HasSuffix(p, "/") {
+			dirs = append(dirs, p)
+		}
+	}
+	return dirs, nil
+}
+
+// underAny reports whether p lies under one of the directories (each ending in "/").
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // inlineGitMeta keeps the bytes of small git metadata files in the manifest.

@@ -45,6 +45,7 @@ func TestRecordBaseLeavesIndexAndHead(t *testing.T) {
 	r := newRepo(t, baseFiles)
 	r.write(".envrc", "ignored but recorded\n")
 	r.write("new.txt", "untracked\n")
+	r.write("ignored/dep.js", "dependency\n")
 	index, _ := os.ReadFile(r.abs(".git/index"))
 	head := r.git("rev-parse", "HEAD")
 	r.clearCanary()
@@ -62,6 +63,9 @@ func TestRecordBaseLeavesIndexAndHead(t *testing.T) {
 	if got := r.git("cat-file", "-p", ref+":.envrc"); got != "ignored but recorded" {
 		t.Errorf("ignored .envrc in the base = %q", got)
 	}
+	if _, err := r.tryGit("cat-file", "-e", ref+":ignored/dep.js"); err == nil {
+		t.Error("a file of an ignored directory was copied into the base commit")
+	}
 	if got := r.git("rev-parse", ref+"^"); got != head {
 		t.Errorf("base parent = %s, want HEAD %s", got, head)
 	}
@@ -70,6 +74,11 @@ func TestRecordBaseLeavesIndexAndHead(t *testing.T) {
 	}
 	if rep := r.compare(Options{}); len(rep.Changes) != 0 {
 		t.Errorf("an unchanged tree shows changes: %+v", rep.Changes)
+	}
+	// The ignored directory is still compared, from the manifest.
+	r.write("ignored/dep.js", "changed\n")
+	if rep := r.compare(Options{}); len(rep.Changes) != 1 || rep.Changes[0].Path != "ignored/dep.js" {
+		t.Errorf("a change in an ignored directory was missed: %+v", rep.Changes)
 	}
 }
 
