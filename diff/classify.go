@@ -8,7 +8,7 @@ package diff
 //   - a new executable bit, a symlink (with its target text), a special file: high, except a
 //     symlink whose target stays inside the work tree (medium);
 //   - a GNUmakefile or makefile shadowing a Makefile: high;
-//   - case collisions among current paths involving a changed path: high;
+//   - case and Unicode normalisation collisions among current paths involving a changed path: high;
 //   - control, bidi or zero-width characters in a changed path's name (high) or content (high in
 //     a host-executed file, medium elsewhere).
 
@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
@@ -41,12 +42,12 @@ func (c *classifier) classify(r *Report) {
 	c.folded = map[string][]string{}
 	for _, ch := range r.Changes {
 		if ch.cur != nil {
-			c.folded[strings.ToLower(ch.Path)] = nil
+			c.folded[foldKey(ch.Path)] = nil
 		}
 	}
 	if len(c.folded) > 0 {
 		for _, e := range c.cur {
-			k := strings.ToLower(e.Path)
+			k := foldKey(e.Path)
 			if v, ok := c.folded[k]; ok {
 				c.folded[k] = append(v, e.Path)
 			}
@@ -159,10 +160,14 @@ func (c *classifier) fsFindings(ch *Change, add func(Severity, string, string, [
 			}
 		}
 	}
-	if others := c.folded[strings.ToLower(cur.Path)]; len(others) > 1 {
-		add(High, "filesystem", "case collision with "+strings.Join(without(others, cur.Path), ", ")+": a case-insensitive host keeps only one", nil)
+	if others := c.folded[foldKey(cur.Path)]; len(others) > 1 {
+		add(High, "filesystem", "case collision with "+visible.String(strings.Join(without(others, cur.Path), ", "))+": a case- or normalisation-insensitive host keeps only one", nil)
 	}
 }
+
+// foldKey is how a case-insensitive, normalisation-insensitive host (macOS APFS, Windows NTFS)
+// compares names: Unicode NFD, then lower case.
+func foldKey(p string) string { return strings.ToLower(norm.NFD.String(p)) }
 
 // exists reports whether p is a current path (c.cur is sorted).
 func (c *classifier) exists(p string) bool {
