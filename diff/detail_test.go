@@ -69,3 +69,24 @@ func TestBinaryAndLargeSummarised(t *testing.T) {
 	}, false)
 	checkTextSafe(t, rep)
 }
+
+// TestManyFindingsSummarised: text output caps one group's findings without --all, but says
+// how many more there are.
+func TestManyFindingsSummarised(t *testing.T) {
+	var fs []Finding
+	for i := range 120 {
+		fs = append(fs, Finding{Severity: High, Group: "node", Path: "node_modules/p" + itoa(i) + "/package.json", Reason: "r"})
+	}
+	var b strings.Builder
+	if err := WriteText(&b, &Report{Findings: fs}, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "… 70 more HIGH [node] findings") || strings.Contains(b.String(), "p119/") {
+		t.Errorf("120 findings not capped at 50 with a count:\n%s", b.String())
+	}
+	b.Reset()
+	_ = WriteText(&b, &Report{Findings: fs}, TextOptions{All: true})
+	if !strings.Contains(b.String(), "p119/") {
+		t.Error("--all does not show every finding")
+	}
+}

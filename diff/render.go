@@ -39,18 +39,35 @@ func WriteText(w io.Writer, r *Report, o TextOptions) error {
 		bw.printf("\nno changes to host-executed files\n")
 	} else {
 		bw.printf("\nHOST-EXECUTED CHANGES: %d finding(s)\n", len(r.Findings))
-		writeFindings(bw, r.Findings, o.Color)
+		writeFindings(bw, r.Findings, o)
 	}
 	writeOrdinary(bw, r.Changes, o.All)
 	return bw.err
 }
 
-func writeFindings(bw *errWriter, fs []Finding, color bool) {
-	group, sev := "", Severity("")
-	for _, f := range fs {
+// maxPerGroup is how many findings of one severity and group the text output shows without
+// --all (an npm install in the box adds thousands of package.json files); the count of the rest
+// is always printed, and --json lists them all.
+const maxPerGroup = 50
+
+func writeFindings(bw *errWriter, fs []Finding, o TextOptions) {
+	group, sev, n := "", Severity(""), 0
+	for i, f := range fs {
 		if f.Severity != sev || f.Group != group {
-			sev, group = f.Severity, f.Group
-			bw.printf("\n%s [%s]\n", severityLabel(sev, color), group)
+			sev, group, n = f.Severity, f.Group, 0
+			bw.printf("\n%s [%s]\n", severityLabel(sev, o.Color), group)
+		}
+		if n++; n > maxPerGroup && !o.All {
+			if n == maxPerGroup+1 {
+				rest := 0
+				for _, g := range fs[i:] {
+					if g.Severity == sev && g.Group == group {
+						rest++
+					}
+				}
+				bw.printf("  … %d more %s [%s] findings (git corral diff --all shows them)\n", rest, strings.ToUpper(string(sev)), group)
+			}
+			continue
 		}
 		bw.printf("  %-11s %s\n", f.Status, visible.String(f.Path))
 		bw.printf("      %s\n", visible.String(f.Reason))
