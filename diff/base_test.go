@@ -3,6 +3,7 @@ package diff
 import (
 	"bytes"
 	"compress/zlib"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -178,4 +179,20 @@ func TestRevisionBase(t *testing.T) {
 	if _, err := Compare(t.Context(), r.project(), Options{Base: "no-such-rev", Box: "box-test", Home: r.home}); err == nil {
 		t.Error("an unknown revision was accepted")
 	}
+}
+
+// FuzzDecodeManifest: a damaged manifest is an error, never a panic or a huge allocation.
+func FuzzDecodeManifest(f *testing.F) {
+	m := &manifest{manifestHeader: manifestHeader{Box: "b"}, Entries: []*entry{{Path: "a", Kind: KindFile, Have: true, Data: []byte("x")}}}
+	good, _ := m.encode()
+	f.Add(good)
+	f.Add([]byte(manifestMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Re-seal the body so that the fuzzer reaches the entry decoder, not just the checksum.
+		if len(data) > 32 {
+			sum := sha256.Sum256(data[:len(data)-32])
+			data = append(data[:len(data)-32:len(data)-32], sum[:]...)
+		}
+		_, _ = decodeManifest(data)
+	})
 }

@@ -106,7 +106,6 @@ func (c *classifier) findings(ch *Change) []Finding {
 			add(sev, "text", fmt.Sprintf("%d line(s) hold control, bidi or zero-width characters", len(lines)), lines)
 		}
 	}
-	_ = old
 	return out
 }
 
