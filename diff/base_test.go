@@ -92,6 +92,16 @@ func TestRecordBaseRejectsBadBox(t *testing.T) {
 	}
 }
 
+func TestBaseOfAnotherTree(t *testing.T) {
+	a := newRepo(t, baseFiles)
+	a.record()
+	b := newRepo(t, baseFiles)
+	_, err := Compare(t.Context(), b.project(), Options{Box: "box-test", Home: a.home})
+	if err == nil || !strings.Contains(err.Error(), "were recorded for") {
+		t.Errorf("comparing with another tree's session base: err = %v", err)
+	}
+}
+
 func TestNoBase(t *testing.T) {
 	r := newRepo(t, baseFiles)
 	_, err := Compare(t.Context(), r.project(), Options{Box: "box-test", Home: r.home})

@@ -118,6 +118,9 @@ func Compare(ctx context.Context, p *project.Project, o Options) (*Report, error
 	if err != nil {
 		return nil, err
 	}
+	if latest != nil && latest.TopLevel != p.TopLevel {
+		return nil, fmt.Errorf("the session bases of box %q were recorded for %q, not for this work tree %q", o.Box, latest.TopLevel, p.TopLevel)
+	}
 	repo, err := git.PlainOpenWithOptions(p.TopLevel, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, fmt.Errorf("open repository %q: %w", p.TopLevel, err)
