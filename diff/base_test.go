@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +206,21 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		_, _ = decodeManifest(data)
 	})
+}
+
+func TestPruneManifests(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"1.base", "2.base", "3.base", "4.base", "other"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pruneManifests(dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := readNames(dir)
+	slices.Sort(names)
+	if want := []string{"3.base", "4.base", "other"}; !slices.Equal(names, want) {
+		t.Errorf("after pruning: %v, want %v", names, want)
+	}
 }

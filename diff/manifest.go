@@ -201,7 +201,33 @@ func saveManifest(home string, m *manifest) (string, error) {
 	if err := atomicfile.Write(p, data, 0o600); err != nil {
 		return "", fmt.Errorf("write session base %q: %w", p, err)
 	}
-	return p, nil
+	return p, pruneManifests(dir, keepManifests)
+}
+
+// keepManifests is how many session-base manifests a box keeps (a 100,000-file tree makes ~8 MB
+// ones); the refs in the repository are left alone.
+const keepManifests = 20
+
+// pruneManifests removes all but the newest keep manifests in dir.
+func pruneManifests(dir string, keep int) error {
+	names, err := readNames(dir)
+	if err != nil {
+		return fmt.Errorf("list session bases %q: %w", dir, err)
+	}
+	var bases []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".base") {
+			bases = append(bases, n)
+		}
+	}
+	sort.Strings(bases)
+	for len(bases) > keep {
+		if err := os.Remove(filepath.Join(dir, bases[0])); err != nil {
+			return fmt.Errorf("prune session base: %w", err)
+		}
+		bases = bases[1:]
+	}
+	return nil
 }
 
 // stamp is the sortable timestamp used in ref and manifest names.
