@@ -145,6 +145,9 @@ func (w *walker) dir(ctx context.Context, rel string, want *entry) {
 	w.sem <- struct{}{}
 	defer func() { <-w.sem }()
 	f, err := openDir(filepath.Join(w.top, filepath.FromSlash(rel)), want)
+	if errors.Is(err, fs.ErrNotExist) && want != nil {
+		return // removed since the parent listed it (a build in the box churning temp dirs)
+	}
 	if err != nil {
 		w.fail(fmt.Errorf("list %q: %w", rel, err))
 		return
@@ -168,6 +171,9 @@ func (w *walker) dir(ctx context.Context, rel string, want *entry) {
 			continue // the top-level git dir is walked by gitMeta
 		}
 		e, err := statAt(dirfd, name, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the listing: not there now, as in any snapshot
+		}
 		if err != nil {
 			w.fail(err)
 			continue
