@@ -3,5 +3,20 @@
 // git metadata and the like).
 //
 // It compares raw work-tree bytes and never runs anything from the repository: no textconv, no
-// external diff, no filters.
+// external diff, no filters, no hooks.
+//
+// The API the rest of git corral uses:
+//
+//   - RecordBase / RecordBaseWith (called by start): write the work tree as a commit under
+//     refs/corral/sessions/<box>/<timestamp> with go-git (index and HEAD untouched) and a trusted
+//     manifest under $CORRAL_HOME/sessions/<box>/ that lists every path with its lstat fields and
+//     blob hash, plus the git metadata of every git dir.
+//   - Compare: walk the work tree, hash what the manifest's stat cache cannot vouch for, and
+//     return a Report of Findings (host-executed changes, highest severity first) and Changes.
+//     Options.ExtraPaths takes work-tree paths the host's git config points at (from gitshadow).
+//   - WriteText and Report.Escaped render a report for a terminal or for JSON.
+//   - Catalogue and Match expose the table of host-executed files.
+//
+// What it does not own: deciding whether to run a build (the user does), restoring git metadata
+// (gitshadow), and anything inside the box.
 package diff

@@ -34,6 +34,8 @@ func commands() []*command {
 
 		{name: "clone", summary: "fetch an untrusted repository into a store and check it out only in a box", define: defineClone},
 		{name: "fetch", summary: "bring the box's branches back as refs/corral/<box>/…, nothing checked out", define: defineFetch},
+
+		{name: "diff", summary: "show what the box changed in files the host will execute", define: defineDiff},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "audit", summary: "show the audit log of sessions and guards", define: defineAudit},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-corral/git-corral/diff"
+	"github.com/git-corral/git-corral/home"
+)
+
+// quietExit ends the command with a status and no message: diff --exit-code reports findings
+// on stdout already. It uses the same path as a guest command's status.
+type quietExit int
+
+func (q quietExit) Error() string    { return fmt.Sprintf("exit status %d", int(q)) }
+func (q quietExit) GuestStatus() int { return int(q) }
+
+func defineDiff(fs *pflag.FlagSet) runFunc {
+	jsonOut := fs.Bool("json", false, "print one JSON document")
+	exitCode := fs.Bool("exit-code", false, "exit 1 when there are findings")
+	all := fs.Bool("all", false, "list every ordinary change with its diff")
+	record := fs.Bool("record", false, "record a session base now and print its ref")
+	return func(ctx context.Context, a *app, args []string) error {
+		if len(args) > 1 {
+			return usageErrorf("diff", "diff takes at most one BASE revision, got %d arguments", len(args))
+		}
+		if *record && len(args) > 0 {
+			return usageErrorf("diff", "--record takes no BASE")
+		}
+		p, err := a.project(ctx)
+		if err != nil {
+			return err
+		}
+		h, err := home.Resolve(a.getenv)
+		if err != nil {
+			return err
+		}
+		box := p.Box
+		if a.box != "" {
+			box = a.box
+		}
+		if *record {
+			ref, err := diff.RecordBaseWith(ctx, p, box, diff.BaseOptions{Home: h.Dir})
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				return a.printJSON(map[string]string{"ref": ref})
+			}
+			_, err = fmt.Fprintln(a.stdout, ref)
+			return err
+		}
+		o := diff.Options{Box: box, Home: h.Dir, All: *all}
+		if len(args) == 1 {
+			o.Base = args[0]
+		}
+		r, err := diff.Compare(ctx, p, o)
+		if errors.Is(err, diff.ErrNoBase) {
+			return withHint(err, "'git corral start' records one; record one now with 'git corral diff --record', or compare with a revision: 'git corral diff HEAD'")
+		}
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			err = a.printJSON(r.Escaped())
+		} else {
+			err = diff.WriteText(a.stdout, r, diff.TextOptions{All: *all, Color: a.colorOn(a.stdout)})
+		}
+		if err != nil {
+			return err
+		}
+		if *exitCode && len(r.Findings) > 0 {
+			return quietExit(exitFailure)
+		}
+		return nil
+	}
+}

