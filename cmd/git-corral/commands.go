@@ -31,6 +31,8 @@ func commands() []*command {
 		{name: "run", summary: "run one command in the box", define: defineRun, stopAtFirstArg: true},
 		{name: "shell", summary: "open a login shell in the box, in the project directory", define: defineShell},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
+		{name: "egress", summary: "show what the box's broker allowed and refused", define: defineEgress},
+		{name: "broker", summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},
 		{name: "completion", summary: "print a shell completion script (bash, zsh, fish)", define: defineCompletion, verbs: []string{"bash", "zsh", "fish"}},
 		{name: "help", summary: "show help for a command", define: defineHelp},
