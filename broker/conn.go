@@ -84,8 +84,10 @@ func (b *Broker) serveConn(ctx context.Context, c net.Conn) {
 			break
 		}
 		if req.Method == http.MethodConnect {
-			b.serveConnect(ctx, c, br, req, start)
-			return // the reader is dropped, not pooled: a tunnel may still hold it
+			if !b.serveConnect(ctx, c, br, req, start) {
+				putReader(br)
+			}
+			return
 		}
 		if !b.serveHTTP(ctx, dc, br, req, start) {
 			break

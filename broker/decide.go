@@ -107,6 +107,7 @@ var codes = map[int][2]string{
 	http.StatusTooManyRequests:             {"limit", "too many requests"},
 	http.StatusRequestHeaderFieldsTooLarge: {"too-large", "request header too large"},
 	http.StatusBadGateway:                  {"upstream", "destination unreachable"},
+	http.StatusMethodNotAllowed:            {"denied", "method or path not allowed"},
 }
 
 // refuse logs e as a denial, then answers status with a generic body (the caller closes).

@@ -90,7 +90,7 @@ func FuzzRequest(f *testing.F) {
 		return c1, nil
 	}
 	b, err := New(Config{Box: "fuzz", Secret: []byte(testSecret), Log: lg, Resolver: res, Dial: dial,
-		Allow: []string{"public.test", "*.test", "10.9.0.0/16:8080", "mixed.test:8080"},
+		Allow:  []string{"public.test", "*.test", "10.9.0.0/16:8080", "mixed.test:8080"},
 		Limits: Limits{Rate: 1e12, Burst: 1 << 30, ResponseTimeout: time.Millisecond}})
 	if err != nil {
 		f.Fatal(err)

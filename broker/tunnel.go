@@ -24,56 +24,61 @@ type tunnelConns struct {
 }
 
 // serveConnect decides a CONNECT request and, when allowed, relays the tunnel until it ends.
-func (b *Broker) serveConnect(ctx context.Context, c net.Conn, br *bufio.Reader, req *http.Request, start time.Time) {
+func (b *Broker) serveConnect(ctx context.Context, c net.Conn, br *bufio.Reader, req *http.Request, start time.Time) (released bool) {
 	e := Entry{Method: http.MethodConnect, Host: req.RequestURI}
 	if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
 		b.refuse(c, start, withReason(e, "body on CONNECT"), http.StatusBadRequest)
-		return
+		return false
 	}
 	a, err := ParseAuthority(req.RequestURI, 0)
 	if err != nil {
 		b.refuse(c, start, withReason(e, "malformed authority"), http.StatusBadRequest)
-		return
+		return false
 	}
 	e.Host, e.Port = a.Name(), int(a.Port)
 	if h, ok := req.Header["Host"]; ok {
 		if ha, err := ParseAuthority(h[0], a.Port); err != nil || ha != a {
 			b.refuse(c, start, withReason(e, "host header does not match authority"), http.StatusBadRequest)
-			return
+			return false
 		}
 	}
 	if !b.authorized(req) {
 		b.refuse(c, start, withReason(e, "missing or wrong proxy credentials"), http.StatusProxyAuthRequired)
-		return
+		return false
 	}
 	if b.tunnels.Add(1) > int64(b.lim.MaxTunnels) {
 		b.tunnels.Add(-1)
 		b.refuse(c, start, withReason(e, "tunnel limit"), http.StatusTooManyRequests)
-		return
+		return false
 	}
 	defer b.tunnels.Add(-1)
 	v, ref := b.decide(ctx, a)
 	if ref != nil {
 		e.Addr = ref.addr
 		b.refuse(c, start, withReason(e, ref.reason), ref.status)
-		return
+		return false
 	}
 	up, addr, err := b.dialChecked(ctx, v.addrs, a.Port)
 	if err != nil {
 		b.logf("tunnel %s: %v", a, err)
 		b.refuse(c, start, Entry{Method: e.Method, Host: e.Host, Port: e.Port, Rule: v.rule, Reason: "upstream connect failed"}, http.StatusBadGateway)
-		return
+		return false
 	}
 	e.Addr, e.Rule, e.Decision, e.Status = netip.AddrPortFrom(addr, a.Port).String(), v.rule, Allow, http.StatusOK
 	c.SetDeadline(time.Time{})
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
 		up.Close()
 		b.record(withReason(e, "client went away"), start)
-		return
+		return false
 	}
-	pre, _ := br.Peek(br.Buffered()) // bytes the client sent after its request, before our answer
+	// Bytes the client sent after its request, before our answer, go first. The reader (16 KiB)
+	// goes back to the pool now rather than being held for the tunnel's lifetime.
+	pre, _ := br.Peek(br.Buffered())
+	pre = append([]byte(nil), pre...)
+	putReader(br)
 	e.BytesUp, e.BytesDown = b.relay(c, up, pre)
 	b.record(e, start)
+	return true
 }
 
 func withReason(e Entry, reason string) Entry {
@@ -96,7 +101,7 @@ func (b *Broker) relay(client, up net.Conn, pre []byte) (upN, downN int64) {
 	}
 	done := make(chan int64, 1)
 	go func() {
-		n, err := io.Copy(up, client)
+		n, err := io.Copy(up, client) // splice(2) between the two TCP sockets
 		endCopy(up, client, err)
 		done <- n
 	}()

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +29,8 @@ func defineBroker(fs *pflag.FlagSet) runFunc {
 	secretFile := fs.String("secret-file", "", "file holding the proxy secret (- for stdin)")
 	logFile := fs.String("log", "", "egress log file")
 	maxTunnels := fs.Int("max-tunnels", 0, "concurrent tunnel cap")
+	rate := fs.Float64("rate", 0, "requests per second")
+	apiFile := fs.String("api-routes", "", "JSON file of API broker routes (mode 600)")
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) != 1 || args[0] != "serve" {
 			return usageErrorf("broker", "broker takes one verb: serve")
@@ -39,6 +43,10 @@ func defineBroker(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		routes, err := readAPIRoutes(*apiFile)
+		if err != nil {
+			return err
+		}
 		lg, err := a.openEgressLog(ctx, box, *logFile)
 		if err != nil {
 			return err
@@ -47,7 +55,8 @@ func defineBroker(fs *pflag.FlagSet) runFunc {
 		diag := log.New(a.stderr, "broker: ", log.LstdFlags|log.LUTC)
 		b, err := broker.New(broker.Config{
 			Box: box, Allow: splitAllow(*allow), Secret: secret, Log: lg,
-			Limits: broker.Limits{MaxTunnels: *maxTunnels}, Logf: diag.Printf,
+			Limits: broker.Limits{MaxTunnels: *maxTunnels, Rate: *rate, Burst: int(2 * *rate)}, Logf: diag.Printf,
+			APIRoutes: routes,
 		})
 		if err != nil {
 			return withHint(err, "fix the egress entries in the trusted configuration")
@@ -108,16 +117,11 @@ func (a *app) brokerSecret(file string) ([]byte, error) {
 		}
 		data = b
 	case file != "":
-		fi, err := os.Stat(file)
+		b, err := readPrivate("broker secret", file)
 		if err != nil {
-			return nil, fmt.Errorf("read broker secret: %w", err)
+			return nil, err
 		}
-		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
-			return nil, withHint(fmt.Errorf("broker secret file %q is readable by other users (mode %v)", file, fi.Mode().Perm()), fmt.Sprintf("run 'chmod 600 %s'", file))
-		}
-		if data, err = os.ReadFile(file); err != nil {
-			return nil, fmt.Errorf("read broker secret: %w", err)
-		}
+		data = b
 	default:
 		data = []byte(a.getenv(brokerSecretEnv))
 		os.Unsetenv(brokerSecretEnv)
@@ -128,6 +132,40 @@ func (a *app) brokerSecret(file string) ([]byte, error) {
 			"give it with --secret-file FILE (mode 600), --secret-file - (stdin) or $"+brokerSecretEnv+"; never on the command line")
 	}
 	return secret, nil
+}
+
+// readPrivate reads a file that holds secrets, refusing one that others can read.
+func readPrivate(what, file string) ([]byte, error) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+		return nil, withHint(fmt.Errorf("%s file %q is readable by other users (mode %v)", what, file, fi.Mode().Perm()), fmt.Sprintf("run 'chmod 600 %s'", file))
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return data, nil
+}
+
+// readAPIRoutes reads --api-routes: a JSON array of broker.APIRoute, unknown keys refused.
+func readAPIRoutes(file string) ([]broker.APIRoute, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := readPrivate("api routes", file)
+	if err != nil {
+		return nil, err
+	}
+	var routes []broker.APIRoute
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&routes); err != nil {
+		return nil, withHint(fmt.Errorf("read api routes %s: %w", file, err), `the file is a JSON array of {"name", "upstream", "header", "value", "allow"}`)
+	}
+	return routes, nil
 }
 
 // openEgressLog opens --log, or the box's log under $CORRAL_HOME.

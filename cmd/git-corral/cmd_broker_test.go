@@ -127,6 +127,19 @@ func TestBrokerSecretSources(t *testing.T) {
 	if s, err := a.brokerSecret(""); err != nil || string(s) != "env-secret-0123456789" {
 		t.Errorf("env secret %q %v", s, err)
 	}
+	routes := filepath.Join(dir, "routes.json")
+	os.WriteFile(routes, []byte(`[{"name":"gh","upstream":"https://api.github.com","header":"Authorization","value":"Bearer t","allow":["GET /repos/*"]}]`), 0o644)
+	if _, err := readAPIRoutes(routes); err == nil || !strings.Contains(err.Error(), "readable by other users") {
+		t.Errorf("world-readable routes file: %v", err)
+	}
+	os.Chmod(routes, 0o600)
+	if r, err := readAPIRoutes(routes); err != nil || len(r) != 1 || r[0].Value != "Bearer t" {
+		t.Errorf("routes %+v %v", r, err)
+	}
+	os.WriteFile(routes, []byte(`[{"name":"gh","token":"x"}]`), 0o600)
+	if _, err := readAPIRoutes(routes); err == nil {
+		t.Error("unknown key accepted")
+	}
 	a, _, errOut = testApp(t, map[string]string{"CORRAL_HOME": dir})
 	if c := a.main(context.Background(), []string{"--box", "../x", "egress"}); c != exitUsage {
 		t.Errorf("--box ../x: exit %d %s", c, errOut.String())
