@@ -193,6 +193,7 @@ func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Reque
 	}
 	out.Header.Del(rt.header)
 	out.Header.Set(rt.header, rt.value)
+	continueIfExpected(dc, req)
 	return b.exchange(dc, &deadlineConn{Conn: up}, out, req.Close, e, start)
 }
 

@@ -257,3 +257,52 @@ func TestNewRejects(t *testing.T) {
 		t.Errorf("error %v should name entries 2, 3 and 4", err)
 	}
 }
+
+// TestExpectContinue: a client waiting for 100 Continue gets it once the request is allowed.
+func TestExpectContinue(t *testing.T) {
+	tb, up := publicSetup(t, nil)
+	resp, c, br := tb.roundTrip(t, "POST http://public.test/e HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n"+authHeader+"\r\n")
+	if resp.StatusCode != 100 {
+		t.Fatalf("got %d before sending the body, want 100", resp.StatusCode)
+	}
+	io.WriteString(c, "hello")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("final answer %v %v", resp, err)
+	}
+	if r := up.requests(); len(r) != 1 || r[0].Header.Get("Expect") != "" {
+		t.Errorf("upstream requests %v", r)
+	}
+}
+
+// TestShutdownClosesClients: cancelling Serve closes idle keep-alive clients and open tunnels
+// at once instead of waiting for their timeouts.
+func TestShutdownClosesClients(t *testing.T) {
+	up := startUpstream(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := New(Config{Allow: []string{up.addr()}, Secret: []byte(testSecret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := Listen(ctx, "127.0.0.1:0")
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(ctx, ln) }()
+	tb := &testBroker{addr: ln.Addr().String()}
+	resp, _, _ := tb.roundTrip(t, "GET http://"+up.addr()+"/ HTTP/1.1\r\n"+authHeader+"\r\n")
+	io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("keep-alive request: %d close=%v", resp.StatusCode, resp.Close)
+	}
+	if resp, _, _ := tb.roundTrip(t, "CONNECT "+up.addr()+" HTTP/1.1\r\n"+authHeader+"\r\n"); resp.StatusCode != 200 {
+		t.Fatalf("tunnel: %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Serve still waiting for idle clients 3s after cancellation")
+	}
+}

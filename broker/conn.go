@@ -76,6 +76,8 @@ func (b *Broker) serveConn(ctx context.Context, c net.Conn) {
 		return
 	}
 	defer b.conns.Add(-1)
+	b.track(c, &tunnelConns{client: c}) // so that shutdown can close it
+	defer b.untrack(c)
 	dc := &deadlineConn{Conn: c}
 	br := b.getReader(dc)
 	for ctx.Err() == nil {

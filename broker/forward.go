@@ -92,6 +92,7 @@ func (b *Broker) serveHTTP(ctx context.Context, dc *deadlineConn, br *bufio.Read
 	}
 	defer up.Close()
 	e.Addr, e.Rule = netip.AddrPortFrom(addr, a.Port).String(), v.rule
+	continueIfExpected(dc, req)
 	return b.exchange(dc, &deadlineConn{Conn: up}, outgoing(req, a, req.URL), req.Close, e, start)
 }
 
@@ -152,4 +153,12 @@ func (b *Broker) exchange(dc, up *deadlineConn, out *http.Request, clientClose b
 	e.BytesUp, e.BytesDown = up.nwrite, dc.nwrite-written
 	b.record(e, start)
 	return werr == nil && !resp.Close
+}
+
+// continueIfExpected answers "Expect: 100-continue" once the request is decided, so that a
+// client waiting for it sends its body now instead of after its own timeout.
+func continueIfExpected(dc *deadlineConn, req *http.Request) {
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") && req.ContentLength != 0 {
+		dc.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
+	}
 }

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tunnelConns are the two ends of an open tunnel (nil for a client still sending requests).
+// tunnelConns are the two ends of an open tunnel; up is nil for a client still sending requests.
 type tunnelConns struct {
 	client, up net.Conn
 }
@@ -90,7 +90,6 @@ func withReason(e Entry, reason string) Entry {
 // finishes sending, and returns the byte counts client→upstream and upstream→client.
 func (b *Broker) relay(client, up net.Conn, pre []byte) (upN, downN int64) {
 	b.track(client, &tunnelConns{client: client, up: up})
-	defer b.untrack(client)
 	defer up.Close()
 	if len(pre) > 0 {
 		n, err := up.Write(pre)
@@ -136,13 +135,15 @@ func (b *Broker) untrack(c net.Conn) {
 	b.mu.Unlock()
 }
 
-// closeAll closes every open tunnel (on shutdown).
+// closeAll closes every client connection and tunnel (on shutdown).
 func (b *Broker) closeAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, t := range b.active {
 		t.client.Close()
-		t.up.Close()
+		if t.up != nil {
+			t.up.Close()
+		}
 	}
 }
 
@@ -159,6 +160,9 @@ func (b *Broker) sweepIdle(ctx context.Context) {
 		}
 		b.mu.Lock()
 		for _, t := range b.active {
+			if t.up == nil {
+				continue // not a tunnel: read deadlines bound it
+			}
 			if idle, ok := tcpIdle(t.client); ok && idle >= b.lim.TunnelIdleTimeout {
 				t.client.Close()
 				t.up.Close()
