@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -115,6 +117,14 @@ type Broker struct {
 	tunnels atomic.Int64
 	mu      sync.Mutex
 	active  map[net.Conn]*tunnelConns
+}
+
+// NewSecret returns a fresh per-box proxy secret: 32 random bytes, hex-encoded so that it fits
+// a proxy URL (http://box:SECRET@host:port) without escaping.
+func NewSecret() string {
+	var b [32]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics rather than return short)
+	return hex.EncodeToString(b[:])
 }
 
 // ErrNoSecret is returned by New when the secret is missing or short.

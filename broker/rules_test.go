@@ -211,3 +211,10 @@ func TestLogConcurrentAndRotation(t *testing.T) {
 		t.Errorf("no rotated file: %v", err)
 	}
 }
+
+func TestNewSecret(t *testing.T) {
+	a, b := NewSecret(), NewSecret()
+	if len(a) != 64 || a == b || strings.Trim(a, "0123456789abcdef") != "" {
+		t.Errorf("secrets %q %q", a, b)
+	}
+}
