@@ -94,11 +94,12 @@ func (l *Log) Write(e Entry) error {
 	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.lock(); err != nil {
+	size, err := l.lock()
+	if err != nil {
 		return err
 	}
 	defer func() { unix.Flock(int(l.f.Fd()), unix.LOCK_UN) }() // l.f may change on rotation
-	if err := l.rotateIfFull(int64(len(line))); err != nil {
+	if err := l.rotateIfFull(size, int64(len(line))); err != nil {
 		return err
 	}
 	if _, err := l.f.Write(line); err != nil {
@@ -107,31 +108,28 @@ func (l *Log) Write(e Entry) error {
 	return nil
 }
 
-// lock takes the file lock, reopening first when another writer rotated the file away.
-func (l *Log) lock() error {
+// lock takes the file lock, reopening first when another writer rotated the file away, and
+// returns the file's size.
+func (l *Log) lock() (int64, error) {
 	for range 3 {
 		if err := unix.Flock(int(l.f.Fd()), unix.LOCK_EX); err != nil {
-			return fmt.Errorf("lock egress log %s: %w", l.path, err)
+			return 0, fmt.Errorf("lock egress log %s: %w", l.path, err)
 		}
 		var held, named unix.Stat_t
 		if unix.Fstat(int(l.f.Fd()), &held) == nil && unix.Stat(l.path, &named) == nil && held.Ino == named.Ino && held.Dev == named.Dev {
-			return nil
+			return held.Size, nil
 		}
 		unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 		if err := l.reopen(); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return fmt.Errorf("lock egress log %s: the file keeps being replaced", l.path)
+	return 0, fmt.Errorf("lock egress log %s: the file keeps being replaced", l.path)
 }
 
 // rotateIfFull renames a full log to FILE.1 and starts a new one, still under the lock.
-func (l *Log) rotateIfFull(n int64) error {
-	fi, err := l.f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat egress log %s: %w", l.path, err)
-	}
-	if fi.Size() == 0 || fi.Size()+n <= l.max {
+func (l *Log) rotateIfFull(size, n int64) error {
+	if size == 0 || size+n <= l.max {
 		return nil
 	}
 	if err := os.Rename(l.path, l.path+".1"); err != nil {
