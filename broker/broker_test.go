@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -304,5 +305,48 @@ func TestShutdownClosesClients(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("Serve still waiting for idle clients 3s after cancellation")
+	}
+}
+
+// recordingResolver records every name it is asked for.
+type recordingResolver struct {
+	fakeResolver
+	mu    sync.Mutex
+	names []string
+}
+
+func (r *recordingResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	r.names = append(r.names, host)
+	r.mu.Unlock()
+	return r.fakeResolver.LookupNetIP(ctx, network, host)
+}
+
+// TestRefusedNameNotResolved: a name the allow-list does not name is refused before any DNS
+// lookup, so a box cannot leak data through the host's resolver by asking for names.
+func TestRefusedNameNotResolved(t *testing.T) {
+	res := &recordingResolver{fakeResolver: fakeResolver{"public.test": {netip.MustParseAddr("93.184.216.34")}}}
+	up := startUpstream(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dr := &dialRecorder{redirect: map[string]string{"93.184.216.34:443": up.addr()}}
+	b, err := New(Config{Allow: []string{"public.test"}, Secret: []byte(testSecret), Resolver: res, Dial: dr.dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := Listen(ctx, "127.0.0.1:0")
+	go b.Serve(ctx, ln)
+	tb := &testBroker{addr: ln.Addr().String()}
+	for _, target := range []string{"c2VjcmV0.exfil.test:443", "public.test:8443", "public.test:443"} {
+		resp, c, _ := tb.roundTrip(t, "CONNECT "+target+" HTTP/1.1\r\n"+authHeader+"\r\n")
+		c.Close()
+		if want := map[bool]int{true: 200, false: 403}[target == "public.test:443"]; resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", target, resp.StatusCode, want)
+		}
+	}
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	if len(res.names) != 1 || res.names[0] != "public.test" {
+		t.Errorf("resolver was asked for %v, want only the allowed public.test", res.names)
 	}
 }
