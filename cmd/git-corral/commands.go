@@ -38,6 +38,9 @@ func commands() []*command {
 		{name: "diff", summary: "show what the box changed in files the host will execute", define: defineDiff},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "audit", summary: "show the audit log of sessions and guards", define: defineAudit},
+
+		{name: "egress", summary: "show what the box's broker allowed and refused", define: defineEgress},
+		{name: "broker", summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},
 		{name: "completion", summary: "print a shell completion script (bash, zsh, fish)", define: defineCompletion, verbs: []string{"bash", "zsh", "fish"}},
 		{name: "help", summary: "show help for a command", define: defineHelp},

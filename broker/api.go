@@ -1,0 +1,225 @@
+package broker
+
+// API broker rules. A route, from trusted configuration only, lets the box call one upstream API
+// with a credential that stays on the host: the box sends plain HTTP through the broker to
+// http://NAME.api.corral/PATH, and the broker
+//   - answers 405 unless METHOD and PATH match one of the route's "METHOD /path" patterns (a
+//     pattern ending in "/*" matches every path below it); paths must already be clean (no "..",
+//     "//" or percent-encoded bytes that would change their meaning upstream);
+//   - drops any header the box sent under the credential's name, adds the credential, and sends
+//     the request to the route's upstream on a connection to a checked address (public, or named
+//     by an address entry of the allow-list), over TLS for https upstreams;
+//   - logs method, path, route and status; never the credential.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// APISuffix is the host suffix under which the box reaches API routes.
+const APISuffix = ".api.corral"
+
+// APIRoute is one API broker route, from trusted configuration only.
+type APIRoute struct {
+	// Name is the route's name ([a-z0-9-]); the box calls http://NAME.api.corral/PATH.
+	Name string `json:"name"`
+	// Upstream is the base URL requests go to, such as "https://api.github.com".
+	Upstream string `json:"upstream"`
+	// Header and Value are the credential added to every forwarded request, such as
+	// "Authorization" and "Bearer …". The value is held on the host and never logged.
+	Header string `json:"header"`
+	Value  string `json:"value"`
+	// Allow are the permitted requests, "METHOD /path" or "METHOD /prefix/*".
+	Allow []string `json:"allow"`
+	// RootCAs verifies the upstream's certificate; nil means the host's roots (tests set it).
+	RootCAs *x509.CertPool `json:"-"`
+}
+
+// apiRoute is a checked route.
+type apiRoute struct {
+	name     string
+	upstream Authority
+	tls      bool
+	base     string
+	header   string
+	value    string
+	allow    [][2]string
+	roots    *x509.CertPool
+}
+
+// parseRoutes checks every route and keys them by the host the box uses.
+func parseRoutes(routes []APIRoute) (map[string]*apiRoute, error) {
+	out := map[string]*apiRoute{}
+	var errs []error
+	for i, r := range routes {
+		rt, err := parseRoute(r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("api route %d %q: %w", i+1, r.Name, err))
+			continue
+		}
+		out[rt.name+APISuffix] = rt
+	}
+	return out, errors.Join(errs...)
+}
+
+func parseRoute(r APIRoute) (*apiRoute, error) {
+	if r.Name == "" || !validRouteName(r.Name) {
+		return nil, errors.New("name must be lower-case letters, digits and '-'")
+	}
+	u, err := url.Parse(r.Upstream)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("upstream %q must be an http(s) URL without user, query or fragment", r.Upstream)
+	}
+	port := uint16(443)
+	if u.Scheme == "http" {
+		port = 80
+	}
+	a, err := ParseAuthority(u.Host, port)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", r.Upstream, err)
+	}
+	if !httpguts.ValidHeaderFieldName(r.Header) || !httpguts.ValidHeaderFieldValue(r.Value) || r.Value == "" {
+		return nil, errors.New("header must be a valid header name and value a non-empty value without line breaks")
+	}
+	rt := &apiRoute{name: r.Name, upstream: a, tls: u.Scheme == "https", base: strings.TrimSuffix(u.Path, "/"),
+		header: http.CanonicalHeaderKey(r.Header), value: r.Value, roots: r.RootCAs}
+	for _, p := range r.Allow {
+		method, pth, ok := strings.Cut(strings.TrimSpace(p), " ")
+		if !ok || method == "" || method != strings.ToUpper(method) || !strings.HasPrefix(pth, "/") {
+			return nil, fmt.Errorf("allow pattern %q must be \"METHOD /path\" or \"METHOD /prefix/*\"", p)
+		}
+		rt.allow = append(rt.allow, [2]string{method, pth})
+	}
+	if len(rt.allow) == 0 {
+		return nil, errors.New("no allow patterns: the route would refuse everything")
+	}
+	return rt, nil
+}
+
+func validRouteName(s string) bool {
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return len(s) <= 63 && s[0] != '-'
+}
+
+// permits reports whether method and a clean path match one of the route's patterns.
+func (rt *apiRoute) permits(method, p string) bool {
+	for _, a := range rt.allow {
+		if a[0] != method {
+			continue
+		}
+		if prefix, ok := strings.CutSuffix(a[1], "/*"); ok {
+			if strings.HasPrefix(p, prefix+"/") {
+				return true
+			}
+		} else if a[1] == p {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanPath returns the request path when it is already in clean form.
+func cleanPath(u *url.URL) (string, bool) {
+	p := u.Path
+	if u.RawPath != "" || p == "" || !strings.HasPrefix(p, "/") {
+		return "", false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return p, c == p
+}
+
+// serveAPI forwards one request on an API route; it reports whether the client connection may
+// carry another request.
+func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Request, rt *apiRoute, e Entry, start time.Time) bool {
+	e.Route = rt.name
+	p, clean := cleanPath(req.URL)
+	e.Path = p
+	if !clean || e.Port != 80 || !rt.permits(req.Method, p) {
+		if !clean {
+			e.Path = req.URL.EscapedPath()
+		}
+		b.refuse(dc, start, withReason(e, "method or path not allowed on api route"), http.StatusMethodNotAllowed)
+		return false
+	}
+	v, ref := b.decideUpstream(ctx, rt.upstream)
+	if ref != nil {
+		e.Addr = ref.addr
+		b.refuse(dc, start, withReason(e, "api upstream: "+ref.reason), ref.status)
+		return false
+	}
+	raw, addr, err := b.dialChecked(ctx, v.addrs, rt.upstream.Port)
+	if err != nil {
+		b.logf("api route %s: %v", rt.name, err)
+		b.refuse(dc, start, withReason(e, "upstream connect failed"), http.StatusBadGateway)
+		return false
+	}
+	up := raw
+	if rt.tls {
+		tc := tls.Client(raw, &tls.Config{ServerName: rt.upstream.Name(), RootCAs: rt.roots, MinVersion: tls.VersionTLS12})
+		hctx, cancel := context.WithTimeout(ctx, b.lim.DialTimeout)
+		err = tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			raw.Close()
+			b.logf("api route %s: tls: %v", rt.name, err)
+			b.refuse(dc, start, withReason(e, "upstream tls failed"), http.StatusBadGateway)
+			return false
+		}
+		up = tc
+	}
+	defer up.Close()
+	e.Addr, e.Rule = netip.AddrPortFrom(addr, rt.upstream.Port).String(), "api route "+rt.name
+	out := outgoing(req, rt.upstream, &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery})
+	if (rt.tls && rt.upstream.Port == 443) || (!rt.tls && rt.upstream.Port == 80) {
+		out.Host = hostOnly(rt.upstream)
+	}
+	out.Header.Del(rt.header)
+	out.Header.Set(rt.header, rt.value)
+	continueIfExpected(dc, req)
+	return b.exchange(dc, &deadlineConn{Conn: up}, out, req.Close, e, start)
+}
+
+func hostOnly(a Authority) string {
+	if a.Addr.Is6() {
+		return "[" + a.Name() + "]"
+	}
+	return a.Name()
+}
+
+// decideUpstream checks a route's upstream: the route itself names the host, so only the
+// address rules apply.
+func (b *Broker) decideUpstream(ctx context.Context, a Authority) (verdict, *refusal) {
+	addrs := []netip.Addr{a.Addr}
+	if !a.Addr.IsValid() {
+		rctx, cancel := context.WithTimeout(ctx, b.lim.ResolveTimeout)
+		defer cancel()
+		var err error
+		if addrs, err = b.resolver.LookupNetIP(rctx, "ip", a.Host); err != nil || len(addrs) == 0 {
+			return verdict{}, &refusal{status: http.StatusBadGateway, reason: "name did not resolve"}
+		}
+	}
+	for _, addr := range addrs {
+		if _, ok := b.allow.MatchAddr(addr, a.Port); !ok && !IsPublic(addr) {
+			return verdict{}, &refusal{status: http.StatusForbidden, reason: "forbidden address", addr: addr.String()}
+		}
+	}
+	return verdict{addrs: addrs}, nil
+}

@@ -1,0 +1,155 @@
+package broker
+
+// Egress log rules: one JSON object per attempt, with names only (host, port, address, rule),
+// never a path, header or payload byte. Each line is encoded by encoding/json, so a hostile host
+// name carrying newlines or quotes stays inside its string, and written with one write(2) on an
+// O_APPEND descriptor while holding an exclusive flock, so that lines from several writers never
+// interleave or tear. When the file would pass its size cap it is renamed to FILE.1 (replacing
+// the previous one) and a new file is started.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Entry is one line of the egress log. JSON keys are lowerCamel, as everywhere in git corral.
+type Entry struct {
+	Time time.Time `json:"time"`
+	Box  string    `json:"box"`
+	// Method is the request method (CONNECT for tunnels); for API routes, the routed method.
+	Method string `json:"method"`
+	// Host is the requested host, normalised, or the raw authority (truncated) when malformed.
+	Host string `json:"host"`
+	Port int    `json:"port,omitempty"`
+	// Addr is the address dialled, or the refused address that decided a denial.
+	Addr string `json:"addr,omitempty"`
+	// Decision is "allow" or "deny".
+	Decision string `json:"decision"`
+	// Rule is the allow-list entry that allowed it; Reason says why it was refused.
+	Rule   string `json:"rule,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Status is the HTTP status the broker answered (or the upstream's, for plain HTTP).
+	Status     int     `json:"status"`
+	BytesUp    int64   `json:"bytesUp"`
+	BytesDown  int64   `json:"bytesDown"`
+	DurationMs float64 `json:"durationMs"`
+	// Route and Path are set for API broker requests only.
+	Route string `json:"route,omitempty"`
+	Path  string `json:"path,omitempty"`
+}
+
+// Decisions.
+const (
+	Allow = "allow"
+	Deny  = "deny"
+)
+
+// DefaultLogMax is the size at which the egress log is rotated.
+const DefaultLogMax = 16 << 20
+
+// Log appends entries to an egress log file.
+type Log struct {
+	path string
+	max  int64
+	mu   sync.Mutex
+	f    *os.File
+}
+
+// OpenLog opens (creating with mode 0600) the egress log at path; max <= 0 means DefaultLogMax.
+func OpenLog(ctx context.Context, path string, max int64) (*Log, error) {
+	if max <= 0 {
+		max = DefaultLogMax
+	}
+	l := &Log{path: path, max: max}
+	if err := l.reopen(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) reopen() error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("open egress log %s: %w", l.path, err)
+	}
+	if l.f != nil {
+		l.f.Close()
+	}
+	l.f = f
+	return nil
+}
+
+// Write appends e as one line.
+func (l *Log) Write(e Entry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode egress log entry: %w", err)
+	}
+	line = append(line, '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	size, err := l.lock()
+	if err != nil {
+		return err
+	}
+	defer func() { unix.Flock(int(l.f.Fd()), unix.LOCK_UN) }() // l.f may change on rotation
+	if err := l.rotateIfFull(size, int64(len(line))); err != nil {
+		return err
+	}
+	if _, err := l.f.Write(line); err != nil {
+		return fmt.Errorf("append egress log %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// lock takes the file lock, reopening first when another writer rotated the file away, and
+// returns the file's size.
+func (l *Log) lock() (int64, error) {
+	for range 3 {
+		if err := unix.Flock(int(l.f.Fd()), unix.LOCK_EX); err != nil {
+			return 0, fmt.Errorf("lock egress log %s: %w", l.path, err)
+		}
+		var held, named unix.Stat_t
+		if unix.Fstat(int(l.f.Fd()), &held) == nil && unix.Stat(l.path, &named) == nil && held.Ino == named.Ino && held.Dev == named.Dev {
+			return held.Size, nil
+		}
+		unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+		if err := l.reopen(); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("lock egress log %s: the file keeps being replaced", l.path)
+}
+
+// rotateIfFull renames a full log to FILE.1 and starts a new one, still under the lock.
+func (l *Log) rotateIfFull(size, n int64) error {
+	if size == 0 || size+n <= l.max {
+		return nil
+	}
+	if err := os.Rename(l.path, l.path+".1"); err != nil {
+		return fmt.Errorf("rotate egress log %s: %w", l.path, err)
+	}
+	old := l.f
+	l.f = nil
+	if err := l.reopen(); err != nil {
+		l.f = old
+		return err
+	}
+	unix.Flock(int(l.f.Fd()), unix.LOCK_EX)
+	unix.Flock(int(old.Fd()), unix.LOCK_UN)
+	old.Close()
+	return nil
+}
+
+// Close closes the file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Close()
+}

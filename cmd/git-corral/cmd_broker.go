@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-corral/git-corral/broker"
+	"github.com/git-corral/git-corral/home"
+)
+
+// brokerSecretEnv is the environment variable a parent can pass the box's proxy secret in,
+// instead of a file; it is read once and removed from the broker's environment.
+const brokerSecretEnv = "CORRAL_BROKER_SECRET"
+
+func defineBroker(fs *pflag.FlagSet) runFunc {
+	listen := fs.String("listen", "127.0.0.1:0", "loopback address to listen on")
+	allow := fs.StringArray("allow", nil, "allow-list entries, comma-separated; repeatable")
+	secretFile := fs.String("secret-file", "", "file holding the proxy secret (- for stdin)")
+	logFile := fs.String("log", "", "egress log file")
+	maxTunnels := fs.Int("max-tunnels", 0, "concurrent tunnel cap")
+	rate := fs.Float64("rate", 0, "requests per second")
+	apiFile := fs.String("api-routes", "", "JSON file of API broker routes (mode 600)")
+	return func(ctx context.Context, a *app, args []string) error {
+		if len(args) != 1 || args[0] != "serve" {
+			return usageErrorf("broker", "broker takes one verb: serve")
+		}
+		box, err := a.boxName(ctx)
+		if err != nil {
+			return err
+		}
+		secret, err := a.brokerSecret(*secretFile)
+		if err != nil {
+			return err
+		}
+		routes, err := readAPIRoutes(*apiFile)
+		if err != nil {
+			return err
+		}
+		lg, err := a.openEgressLog(ctx, box, *logFile)
+		if err != nil {
+			return err
+		}
+		defer lg.Close()
+		diag := log.New(a.stderr, "broker: ", log.LstdFlags|log.LUTC)
+		b, err := broker.New(broker.Config{
+			Box: box, Allow: splitAllow(*allow), Secret: secret, Log: lg,
+			Limits: broker.Limits{MaxTunnels: *maxTunnels, Rate: *rate, Burst: int(2 * *rate)}, Logf: diag.Printf,
+			APIRoutes: routes,
+		})
+		if err != nil {
+			return withHint(err, "fix the egress entries in the trusted configuration")
+		}
+		ln, err := broker.Listen(ctx, *listen)
+		if err != nil {
+			return usageErrorf("broker", "%v", err)
+		}
+		fmt.Fprintln(a.stdout, ln.Addr())
+		if f, ok := a.stdout.(*os.File); ok {
+			f.Sync()
+		}
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return b.Serve(ctx, ln)
+	}
+}
+
+// splitAllow flattens repeated, comma-separated --allow values.
+func splitAllow(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// boxName is --box (which must look like a box name, since it becomes part of file names), or
+// the box of the current repository.
+func (a *app) boxName(ctx context.Context) (string, error) {
+	if a.box != "" {
+		if !validBoxName(a.box) {
+			return "", usageErrorf("", "--box %q is not a box name (lower-case letters, digits and '-')", a.box)
+		}
+		return a.box, nil
+	}
+	p, err := a.project(ctx)
+	if err != nil {
+		return "", err
+	}
+	return p.Box, nil
+}
+
+// brokerSecret reads the proxy secret from --secret-file (a file that only its owner can read,
+// or - for stdin, or an inherited /dev/fd/N) or from $CORRAL_BROKER_SECRET. It is never taken
+// from the command line, where other local users could read it.
+func (a *app) brokerSecret(file string) ([]byte, error) {
+	var data []byte
+	switch {
+	case file == "-":
+		b, err := io.ReadAll(io.LimitReader(a.stdin, 4096))
+		if err != nil {
+			return nil, fmt.Errorf("read broker secret from stdin: %w", err)
+		}
+		data = b
+	case file != "":
+		b, err := readPrivate("broker secret", file)
+		if err != nil {
+			return nil, err
+		}
+		data = b
+	default:
+		data = []byte(a.getenv(brokerSecretEnv))
+		os.Unsetenv(brokerSecretEnv)
+	}
+	secret := []byte(strings.TrimRight(string(data), "\r\n"))
+	if len(secret) < 16 {
+		return nil, withHint(errors.New("broker secret missing or shorter than 16 bytes"),
+			"give it with --secret-file FILE (mode 600), --secret-file - (stdin) or $"+brokerSecretEnv+"; never on the command line")
+	}
+	return secret, nil
+}
+
+// readPrivate reads a file that holds secrets, refusing one that others can read.
+func readPrivate(what, file string) ([]byte, error) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+		return nil, withHint(fmt.Errorf("%s file %q is readable by other users (mode %v)", what, file, fi.Mode().Perm()), fmt.Sprintf("run 'chmod 600 %s'", file))
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return data, nil
+}
+
+// readAPIRoutes reads --api-routes: a JSON array of broker.APIRoute, unknown keys refused.
+func readAPIRoutes(file string) ([]broker.APIRoute, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := readPrivate("api routes", file)
+	if err != nil {
+		return nil, err
+	}
+	var routes []broker.APIRoute
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&routes); err != nil {
+		return nil, withHint(fmt.Errorf("read api routes %s: %w", file, err), `the file is a JSON array of {"name", "upstream", "header", "value", "allow"}`)
+	}
+	return routes, nil
+}
+
+// openEgressLog opens --log, or the box's log under $CORRAL_HOME.
+func (a *app) openEgressLog(ctx context.Context, box, file string) (*broker.Log, error) {
+	if file == "" {
+		h, err := home.Resolve(a.getenv)
+		if err != nil {
+			return nil, err
+		}
+		if err := h.MkdirAll(h.Logs()); err != nil {
+			return nil, err
+		}
+		file = h.EgressLog(box)
+	}
+	return broker.OpenLog(ctx, file, 0)
+}
+
+// validBoxName accepts what project.BoxName produces: [a-z0-9] and inner hyphens, at most 64.
+func validBoxName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
