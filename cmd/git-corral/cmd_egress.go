@@ -21,10 +21,22 @@ import (
 	"github.com/git-corral/git-corral/policy"
 )
 
-// egressConfig returns the effective network mode and allow-list of the box. Until policy.Load
-// lands it is the built-in default; the lead replaces it with the loaded configuration.
-var egressConfig = func(ctx context.Context, a *app, box string) (*policy.Config, string, error) {
-	return policy.Default(), "built-in defaults (policy loading is not in this build)", nil
+// egressConfig returns the effective network mode and allow-list of the box, loaded as start
+// loads it. The box must be this repository's: its configuration lives with its checkout.
+func egressConfig(ctx context.Context, a *app, box string) (*policy.Config, string, error) {
+	opts, err := a.loadOptions(ctx, "")
+	if err != nil {
+		return nil, "", err
+	}
+	if opts.Box != box {
+		return nil, "", withHint(fmt.Errorf("box %q is not the box of this repository (%q)", box, opts.Box),
+			"run 'git corral egress' in the box's checkout to see its mode and allow-list")
+	}
+	eff, err := policy.Load(ctx, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return eff.Config, "effective configuration (git corral config shows each origin)", nil
 }
 
 // suggestWarning is printed with every --suggest answer.
