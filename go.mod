@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7
+	github.com/fsnotify/fsnotify v1.9.0
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/pflag v1.1.0
