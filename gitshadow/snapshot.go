@@ -33,6 +33,17 @@ type fileState struct {
 	Hash string `json:"hash,omitempty"`
 	// Link is a symlink's target.
 	Link string `json:"link,omitempty"`
+	// UID and GID own the path; a restored path gets them back.
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
+// owner returns the uid and gid of fi.
+func owner(fi fs.FileInfo) (uint32, uint32) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Uid, st.Gid
+	}
+	return 0, 0
 }
 
 // pinState identifies a directory so that a replacement under the same name is noticed.
@@ -157,8 +168,11 @@ func (s *Snapshot) recordFile(path string) error {
 }
 
 // readState reads the state of path and, for a file, its content.
-func readState(path string) (fileState, []byte, error) {
+func readState(path string) (st fileState, data []byte, err error) {
 	fi, err := os.Lstat(path)
+	if err == nil {
+		defer func() { st.UID, st.GID = owner(fi) }()
+	}
 	switch {
 	case os.IsNotExist(err):
 		return fileState{Type: "absent"}, nil, nil
@@ -174,7 +188,7 @@ func readState(path string) (fileState, []byte, error) {
 	case fi.Size() > maxFileSize:
 		return fileState{}, nil, fmt.Errorf("%s: %d bytes, more than %d", path, fi.Size(), maxFileSize)
 	}
-	data, err := os.ReadFile(path)
+	data, err = os.ReadFile(path)
 	if err != nil {
 		return fileState{}, nil, err
 	}

@@ -168,8 +168,19 @@ func sameState(a, b fileState) bool {
 	return a == b
 }
 
-// restore puts the recorded state back at path (which no longer exists).
+// restore puts the recorded state back at path (which no longer exists), with its owner.
 func (s *Snapshot) restore(path string, want fileState) error {
+	if err := s.create(path, want); err != nil || want.Type == "absent" {
+		return err
+	}
+	if err := os.Lchown(path, int(want.UID), int(want.GID)); err != nil && !errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("restore owner of %s: %w", path, err)
+	}
+	return nil
+}
+
+// create makes path hold the recorded state.
+func (s *Snapshot) create(path string, want fileState) error {
 	switch want.Type {
 	case "absent":
 		return nil

@@ -99,13 +99,15 @@ func (s *Snapshot) watchSet() map[string][]string {
 		set[t] = nil
 	}
 	for p, st := range s.Files {
-		if st.Type == "dir" {
+		if st.Type == "dir" && !s.GitDirs[p] {
 			set[p] = nil
 		}
 		addName(filepath.Dir(p), filepath.Base(p))
 	}
 	for p := range s.Pins {
-		set[p] = nil
+		if !s.GitDirs[p] {
+			set[p] = nil // a modules/ level: any new entry may be a new git dir
+		}
 		addName(filepath.Dir(p), filepath.Base(p))
 	}
 	return set
