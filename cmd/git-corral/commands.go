@@ -30,6 +30,7 @@ func commands() []*command {
 		{name: "start", summary: "boot this repository's box and run the agent (or a shell) in it", define: defineStart, stopAtFirstArg: true},
 		{name: "run", summary: "run one command in the box", define: defineRun, stopAtFirstArg: true},
 		{name: "shell", summary: "open a login shell in the box, in the project directory", define: defineShell},
+		{name: "shadow", summary: "show which git metadata the box shadows and the host guards", define: defineShadow},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},
 		{name: "completion", summary: "print a shell completion script (bash, zsh, fish)", define: defineCompletion, verbs: []string{"bash", "zsh", "fish"}},
