@@ -75,6 +75,9 @@ func attacks() []attack {
 		{"modules dir renamed", `mv .git/modules .git/modules-away`, blocked},
 		{".git file rewritten", `printf 'gitdir: /tmp\n' >a/.git`, blocked},
 		{".git file removed", `rm -f a/.git`, blocked},
+		{"unmount in a user namespace", `unshare -Urm sh -ec 'umount .git/config 2>/dev/null || umount -l .git/config 2>/dev/null || true; echo "[core]fsmonitor=x" >>.git/config'`, blocked},
+		{"bind to uncover in a user namespace", `unshare -Urm sh -ec 'mkdir -p "$HOME/peek"; mount --bind .git "$HOME/peek"; echo "[core]fsmonitor=x" >>"$HOME/peek/config"'`, blocked},
+		{"remount writable in a user namespace", `unshare -Urm sh -ec 'mount -o remount,bind,rw .git/config 2>/dev/null || true; echo "[core]fsmonitor=x" >>.git/config'`, blocked},
 		{"commondir created", `echo "$R/src/leaf/.git" >.git/commondir`, restored},
 		{"config.worktree created in module", `printf '[core]\n\tfsmonitor = touch %s/m\n' "$C" >.git/modules/a/config.worktree`, restored},
 		{"submodule added mid-session", `git clone -q "$R/src/leaf" newsub --separate-git-dir "$PWD/.git/modules/newsub" &&

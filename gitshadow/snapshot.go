@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -141,12 +142,23 @@ func (s *Snapshot) recordTree(dir string) error {
 		if err != nil || path == dir {
 			return nil
 		}
+		if inert(path) {
+			return nil
+		}
 		if n++; n > maxTreeFiles {
 			return fmt.Errorf("%s: more than %d entries", dir, maxTreeFiles)
 		}
 		return s.recordFile(path)
 	})
 	return err
+}
+
+// inert reports whether git never reads path as a hook or config: a *.sample entry (git init
+// puts a dozen in every hooks/ dir). Such entries are neither snapshotted nor quarantined, which
+// keeps a snapshot of 1,000 submodules small; renaming one to its real name is caught as a new
+// entry.
+func inert(path string) bool {
+	return strings.HasSuffix(path, ".sample")
 }
 
 // recordFile records what is at path now, keeping a copy of a file's content.
@@ -156,14 +168,29 @@ func (s *Snapshot) recordFile(path string) error {
 		return err
 	}
 	if st.Type == "file" {
-		obj := filepath.Join(s.StateDir, "objects", st.Hash)
-		if _, err := os.Stat(obj); err != nil {
-			if err := atomicfile.Write(obj, data, 0o600); err != nil {
-				return err
-			}
+		if err := s.writeObject(st.Hash, data); err != nil {
+			return err
 		}
 	}
 	s.Files[path] = st
+	return nil
+}
+
+// writeObject keeps a copy of content under objects/HASH (temp file and rename, so a reader never
+// sees half an object). It does not sync each one: save syncs once for the whole snapshot, which
+// keeps a snapshot of 1,000 submodules from costing 1,000 fsyncs.
+func (s *Snapshot) writeObject(hash string, data []byte) error {
+	obj := filepath.Join(s.StateDir, "objects", hash)
+	if _, err := os.Stat(obj); err == nil {
+		return nil
+	}
+	tmp := obj + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("keep a copy: %w", err)
+	}
+	if err := os.Rename(tmp, obj); err != nil {
+		return fmt.Errorf("keep a copy: %w", err)
+	}
 	return nil
 }
 
@@ -199,6 +226,7 @@ func readState(path string) (st fileState, data []byte, err error) {
 // save writes the snapshot record atomically, so a session that crashed can still be verified
 // with LoadSnapshot.
 func (s *Snapshot) save() error {
+	syscall.Sync() // the objects written since the last save
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err

@@ -63,6 +63,11 @@ func (s *Snapshot) check(ctx context.Context, full bool) ([]Change, error) {
 	if full {
 		add(s.scanWorkTree(ctx)...)
 	}
+	if len(changes) > 0 {
+		if err := s.save(); err != nil { // adopted git dirs must survive a crash too
+			return changes, fmt.Errorf("save git metadata snapshot: %w", err)
+		}
+	}
 	var bad []string
 	for _, c := range changes {
 		if !c.Restored {
@@ -220,7 +225,7 @@ func (s *Snapshot) checkTree(dir string) []Change {
 	var changes []Change
 	var extra []string
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == dir {
+		if err != nil || path == dir || inert(path) {
 			return nil
 		}
 		if _, known := s.Files[path]; !known {

@@ -38,7 +38,8 @@ func Watch(ctx context.Context, s *Snapshot, onChange func(Change)) error {
 	}
 	defer w.Close()
 	filters := s.watchSet()
-	addWatches(w, filters)
+	watched := map[string]bool{}
+	addWatches(w, filters, watched)
 	tick := time.NewTicker(WatchInterval)
 	defer tick.Stop()
 	lastFull := time.Now()
@@ -49,7 +50,11 @@ func Watch(ctx context.Context, s *Snapshot, onChange func(Change)) error {
 			onChange(c)
 		}
 		filters = s.watchSet()
-		addWatches(w, filters)
+		if addWatches(w, filters, watched) > 0 && fire == nil {
+			// A directory watched only now may have been written to before its watch
+			// existed: check once more.
+			fire = time.After(debounce)
+		}
 	}
 	for {
 		select {
@@ -58,6 +63,9 @@ func Watch(ctx context.Context, s *Snapshot, onChange func(Change)) error {
 		case ev, ok := <-w.Events:
 			if !ok {
 				return nil
+			}
+			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+				delete(watched, ev.Name) // its watch is gone; re-add it once the path is back
 			}
 			if relevant(filters, ev.Name) && fire == nil {
 				fire = time.After(debounce)
@@ -113,14 +121,20 @@ func (s *Snapshot) watchSet() map[string][]string {
 	return set
 }
 
-// addWatches adds every existing directory of the set (and the directories below modules/
-// levels); errors for missing directories are expected and ignored.
-func addWatches(w *fsnotify.Watcher, set map[string][]string) {
+// addWatches adds every existing directory of the set not yet in watched and returns how many
+// it added; missing directories are expected and skipped.
+func addWatches(w *fsnotify.Watcher, set map[string][]string, watched map[string]bool) int {
+	n := 0
 	for dir := range set {
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			w.Add(dir)
+		if watched[dir] {
+			continue
+		}
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && w.Add(dir) == nil {
+			watched[dir] = true
+			n++
 		}
 	}
+	return n
 }
 
 // relevant reports whether an event on path matters.
