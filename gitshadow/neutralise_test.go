@@ -18,11 +18,11 @@ func TestSanitizeConfig(t *testing.T) {
 		"executing keys": "[core]\n\tfsmonitor = touch /tmp/x\n\thooksPath = /tmp\n\tpager = sh\n\tsshCommand = sh\n\teditor = sh\n" +
 			"[filter \"x\"]\n\tclean = sh\n\tsmudge = sh\n\tprocess = sh\n[diff \"x\"]\n\tcommand = sh\n\ttextconv = sh\n" +
 			"[merge \"x\"]\n\tdriver = sh\n[credential]\n\thelper = !sh\n[alias]\n\tst = !sh\n",
-		"includes": "[include]\n\tpath = /tmp/evil\n[includeIf \"gitdir:/\"]\n\tpath = /tmp/evil\n",
-		"case variants": "[CORE]\n\tFSMONITOR = sh\n[Core]\n\tHooksPath = /tmp\n",
+		"includes":           "[include]\n\tpath = /tmp/evil\n[includeIf \"gitdir:/\"]\n\tpath = /tmp/evil\n",
+		"case variants":      "[CORE]\n\tFSMONITOR = sh\n[Core]\n\tHooksPath = /tmp\n",
 		"remote helper urls": "[remote \"origin\"]\n\turl = ext::sh -c touch% /tmp/x\n\tpushurl = -oProxyCommand=sh\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n",
-		"quoted subsection": "[remote \"a\\\"b\"]\n\turl = https://example.com/x.git\n",
-		"continuation":      "[core]\n\tbare = false\\\n\tfsmonitor = sh\n",
+		"quoted subsection":  "[remote \"a\\\"b\"]\n\turl = https://example.com/x.git\n",
+		"continuation":       "[core]\n\tbare = false\\\n\tfsmonitor = sh\n",
 		"worktree extension": "[extensions]\n\tworktreeConfig = true\n\tobjectFormat = sha1\n[core]\n\trepositoryformatversion = 1\n",
 	}
 	allowed := func(key string) bool {
