@@ -17,6 +17,35 @@
 //   - Discovery never runs anything from the repository: it reads files, asks go-git, and calls
 //     only git config --list and git rev-parse, which execute no repository code.
 //
+// Decisions:
+//   - Refs stay writable (refs/, packed-refs, HEAD, the index, logs, objects): git in the box must
+//     commit, branch, fetch and push, and refs are data the host reads but never executes;
+//     package diff reviews them.
+//   - info/ is read-only in the guest and snapshotted whole: info/attributes can route files
+//     through filter and diff drivers the host's own config defines, and info/sparse-checkout
+//     and info/grafts change what the host's git does.
+//   - A git dir is pinned by bind-mounting it onto itself: rename(2) and rmdir(2) of a mount
+//     point fail with EBUSY in the guest kernel's VFS, whatever the filesystem (9p, virtiofs,
+//     FUSE), so a box user without root cannot move .git away and re-create it. A box user with
+//     root, a case-variant spelling on a case-insensitive host filesystem, and paths that did
+//     not exist at boot all sidestep the guest, which is why the host checks on its own.
+//   - Git dirs added during a session are neither refused nor re-shadowed live: the host
+//     neutralises and adopts them (see neutralise.go); the guest shadows them from its next boot.
+//
+// Use from git corral start:
+//
+//	plan, err := gitshadow.Discover(ctx, proj)     // before booting; plan.OutsideTopLevel must be mounted too
+//	script, err := plan.GuestScript()              // provision runs it as root at every boot
+//	guard, err := plan.GuardChecks()               // vm runs it before every session; exit 1 refuses
+//	snap, err := gitshadow.TakeSnapshot(ctx, plan, stateDir) // or plan.Snapshot(ctx, stateDir)
+//	go gitshadow.Watch(watchCtx, snap, report)     // restores at once; report prints and audits
+//	... session ...
+//	cancelWatch(); changes, err := gitshadow.Verify(ctx, snap) // err wraps ErrNotRestored
+//
+// Verify and Watch must not run at the same time on one snapshot's files from two processes;
+// within one process they share a lock. LoadSnapshot(ctx, stateDir) verifies a session that
+// crashed.
+//
 // Deviation from DESIGN.md (decided by the lead so work could proceed in parallel): the guest
 // script that applies the plan is rendered here, by Plan.GuestScript, and the guard check's shell
 // text by Plan.GuardChecks; package provision places the script in its boot order and package vm

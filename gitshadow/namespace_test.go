@@ -247,6 +247,8 @@ func TestNamespaceGitStillWorks(t *testing.T) {
 		`git -C ../wt commit -q --allow-empty -m "box worktree commit"`,
 		`test "$(git config user.name)" = "Corral Test"`,
 		`git -c core.pager=cat log -1 >/dev/null`,
+		`git fetch -q bare && git push -q bare HEAD:refs/heads/from-box && git ls-remote bare from-box | grep -q from-box`,
+		`git tag box-tag && git branch -q box-b2 && git stash list >/dev/null`,
 	} {
 		if out, err := e.inBox(e.work, sh); err != nil {
 			t.Errorf("git in the box: %s: %v\n%s", sh, err, out)

@@ -190,7 +190,10 @@ func (s *Snapshot) create(path string, want fileState) error {
 	case "absent":
 		return nil
 	case "dir":
-		return os.Mkdir(path, want.Perm)
+		if err := os.Mkdir(path, want.Perm); err != nil {
+			return err
+		}
+		return os.Chmod(path, want.Perm) // Mkdir's mode is cut by the umask
 	case "symlink":
 		return os.Symlink(want.Link, path)
 	case "file":

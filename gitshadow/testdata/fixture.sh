@@ -28,6 +28,7 @@ mkdir top/.husky-src
 (cd top && git submodule add -q ../mid a && commit top)
 
 cd "$root"
+git clone -q --bare src/top src/remote.git
 git clone -q --recurse-submodules src/top work
 cd work
 git clone -q ../src/extra plain
@@ -35,6 +36,7 @@ git submodule add -q ../extra plain
 mkdir -p a/.husky
 echo '[core]' >project.gitconfig
 commit "plain submodule"
+git remote add bare ../src/remote.git
 git config include.path ../project.gitconfig
 git config extensions.worktreeConfig true
 git config --worktree user.name "Corral Test"
