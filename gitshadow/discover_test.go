@@ -94,3 +94,25 @@ func TestDiscoverIgnoresHostileGitmodules(t *testing.T) {
 		t.Errorf("no warnings for hostile .gitmodules paths")
 	}
 }
+
+// TestDiscoverConfigPointers checks that work-tree paths the host's config points at are found
+// whatever layer sets them and whatever an includeIf's condition: a global core.hooksPath
+// (relative, so inside the work tree), an includeIf that does not match now, and an include in a
+// submodule's config.
+func TestDiscoverConfigPointers(t *testing.T) {
+	root := fixture(t)
+	work := filepath.Join(root, "work")
+	run(t, work, "git", "config", "--global", "core.hooksPath", ".githooks")
+	run(t, work, "git", "config", "includeIf.onbranch:not-now.path", "../cond.gitconfig")
+	run(t, work, "git", "-C", "a/b", "config", "include.path", "../../../../../b.gitconfig")
+	plan := discover(t, work)
+	for _, p := range []string{
+		filepath.Join(work, ".githooks"),
+		filepath.Join(work, "cond.gitconfig"),
+		filepath.Join(work, "b.gitconfig"),
+	} {
+		if !slices.Contains(plan.HostExecutedPaths, p) {
+			t.Errorf("HostExecutedPaths lacks %s: %v", p, plan.HostExecutedPaths)
+		}
+	}
+}
