@@ -279,3 +279,20 @@ func TestNamespaceGuardChecks(t *testing.T) {
 		t.Errorf("guard check without the shadow passed or did not name .git/config: %v\n%s", err, out)
 	}
 }
+
+// TestNamespaceGuestScriptIdempotent runs the guest script twice in one namespace (a provision
+// re-run within one boot): the second run succeeds and adds no mount.
+func TestNamespaceGuestScriptIdempotent(t *testing.T) {
+	e := setupNamespace(t)
+	inner := `set -e; mount -t tmpfs tmpfs /var/lib
+sh "$1" >/dev/null; wc -l </proc/self/mountinfo
+sh "$1" >/dev/null; wc -l </proc/self/mountinfo`
+	out, err := exec.Command("unshare", "-m", "--propagation", "private", "--", "sh", "-c", inner, "_", e.script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("guest script twice: %v\n%s", err, out)
+	}
+	counts := strings.Fields(string(out))
+	if len(counts) != 2 || counts[0] != counts[1] {
+		t.Errorf("mount counts after the first and second run: %q", counts)
+	}
+}
