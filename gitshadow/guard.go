@@ -28,8 +28,8 @@ func (p *Plan) Expectations() []Expectation {
 	return out
 }
 
-// guardHead checks one mount: the topmost mount at the path must exist and, when asked, carry
-// the ro option. It needs no privileges (findmnt reads /proc/self/mountinfo).
+// guardHead checks one mount: a mount at the path must exist and, when asked, every mount there
+// must carry the ro per-mount (VFS) option. It needs no privileges (findmnt reads /proc/self/mountinfo).
 const guardHead = `#!/bin/sh
 # shellcheck disable=SC2016 # paths are quoted literally on purpose
 # git corral: guard check of the git metadata shadow (rendered by package gitshadow).
@@ -37,21 +37,24 @@ const guardHead = `#!/bin/sh
 set -u
 bad=0
 expect() {
-	opts=$(findmnt -rn -o OPTIONS --mountpoint "$2" 2>/dev/null | tail -n 1)
-	if [ -z "$opts" ]; then
+	all=$(findmnt -rn -o VFS-OPTIONS --mountpoint "$2" 2>/dev/null)
+	if [ -z "$all" ]; then
 		echo "gitshadow: FAIL $1 $2: not mounted"
 		bad=$((bad + 1))
 		return
 	fi
-	if [ "$3" = ro ]; then
+	[ "$3" = ro ] || return 0
+	# Every mount at the path must be read-only: a propagated copy would be a second entry.
+	for opts in $all; do
 		case ",$opts," in
 		*,ro,*) ;;
 		*)
 			echo "gitshadow: FAIL $1 $2: writable ($opts)"
 			bad=$((bad + 1))
+			return
 			;;
 		esac
-	fi
+	done
 }
 `
 

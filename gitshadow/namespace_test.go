@@ -133,12 +133,17 @@ func setupNamespace(t *testing.T) *nsEnv {
 // inBox applies the guest script as root in a new mount namespace, then runs sh as the attack
 // user there, in dir. /var/lib is a tmpfs inside the namespace so the script's guest-local
 // copies do not land on this machine's disk.
+// sharedRoot makes the fixture a shared mount inside the namespace, as a Lima mount is in a
+// systemd guest: a guest script that forgets to make its mounts private then leaves writable
+// propagated copies behind, which the guard check must catch (a real box found this).
+const sharedRoot = `mount --bind "$R" "$R"; mount --make-shared "$R";`
+
 func (e *nsEnv) inBox(dir, sh string) (string, error) {
 	script := e.script
 	if e.noShadow {
 		script = "/dev/null"
 	}
-	inner := `set -e; mount -t tmpfs tmpfs /var/lib; sh "$1" >/dev/null; cd "$2";
+	inner := `set -e; mount -t tmpfs tmpfs /var/lib; ` + sharedRoot + ` sh "$1" >/dev/null; cd "$2";
 exec setpriv --reuid=` + attackUID + ` --regid=` + attackUID + ` --clear-groups -- sh -c "$3"`
 	cmd := exec.Command("unshare", "-m", "--propagation", "private", "--", "sh", "-c", inner, "_", script, dir, "set -e; "+sh)
 	cmd.Env = append(os.Environ(), "R="+e.root, "C="+e.canary, "HOME="+filepath.Join(e.root, "home"))
@@ -284,10 +289,12 @@ func TestNamespaceGuardChecks(t *testing.T) {
 // re-run within one boot): the second run succeeds and adds no mount.
 func TestNamespaceGuestScriptIdempotent(t *testing.T) {
 	e := setupNamespace(t)
-	inner := `set -e; mount -t tmpfs tmpfs /var/lib
+	inner := `set -e; mount -t tmpfs tmpfs /var/lib; ` + sharedRoot + `
 sh "$1" >/dev/null; wc -l </proc/self/mountinfo
 sh "$1" >/dev/null; wc -l </proc/self/mountinfo`
-	out, err := exec.Command("unshare", "-m", "--propagation", "private", "--", "sh", "-c", inner, "_", e.script).CombinedOutput()
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", "--", "sh", "-c", inner, "_", e.script)
+	cmd.Env = append(os.Environ(), "R="+e.root)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("guest script twice: %v\n%s", err, out)
 	}

@@ -54,11 +54,21 @@ check_real() {
 pin() {
 	check_real "$1"
 	[ -d "$1" ] || fail "$1: not a directory"
-	is_mounted "$1" || mount --bind -- "$1" "$1" || fail "$1: cannot pin"
+	is_mounted "$1" && return 0
+	mount --bind -- "$1" "$1" || fail "$1: cannot pin"
+	private "$1"
+}
+
+# private detaches a new mount from its source's peer group. The guest's mounts are shared
+# (systemd), so without it a mount made inside a pinned git dir would propagate back onto the
+# covered directory as a second, writable mount at the same path.
+private() {
+	mount --make-private -- "$1" || fail "$1: cannot make private"
 }
 
 ro_bind() {
 	mount --bind -- "$1" "$2" || fail "$2: cannot bind"
+	private "$2"
 	mount -o remount,bind,ro -- "$2" || fail "$2: cannot make read-only"
 }
 
