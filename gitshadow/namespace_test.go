@@ -216,12 +216,16 @@ func TestNamespaceAttacksWithoutShadow(t *testing.T) {
 
 // assertHostGitRunsNothing runs the host's everyday git commands in every checkout of the
 // fixture (including the ones the box added) and checks that none of them ran a planted command.
-func assertHostGitRunsNothing(t *testing.T, e *nsEnv) {
+func assertHostGitRunsNothing(t *testing.T, e *nsEnv, more ...string) {
 	t.Helper()
 	os.RemoveAll(e.canary)
 	os.Mkdir(e.canary, 0o777)
 	w := e.work
-	for _, argv := range [][]string{
+	var extra [][]string
+	for _, d := range more {
+		extra = append(extra, []string{"-C", d, "status"}, []string{"-C", d, "checkout", "-q", "-b", "host-x"})
+	}
+	for _, argv := range append(extra, [][]string{
 		{"-C", w, "status"}, {"-C", w, "submodule", "status", "--recursive"},
 		{"-C", w, "commit", "-q", "--allow-empty", "-m", "host"}, {"-C", w, "checkout", "-q", "-b", "host-branch"},
 		{"-C", w, "checkout", "-q", "-"}, {"-C", w, "diff", "HEAD~1"}, {"-C", w, "log", "-p", "-1"},
@@ -230,7 +234,7 @@ func assertHostGitRunsNothing(t *testing.T, e *nsEnv) {
 		{"-C", w + "/newsub", "checkout", "-q", "-b", "x"}, {"-C", w + "/inner-wt", "status"},
 		{"-C", w + "/planted", "status"}, {"-C", w + "/planted", "commit", "-q", "--allow-empty", "-m", "x"},
 		{"-C", filepath.Join(e.root, "wt"), "status"},
-	} {
+	}...) {
 		out, err := exec.Command("git", argv...).CombinedOutput()
 		if err != nil && !strings.Contains(argv[1], "newsub") {
 			t.Logf("host git %v: %v\n%s", argv, err, out)
