@@ -152,15 +152,19 @@ func (s *Snapshot) checkFile(path string) (Change, bool) {
 		c.Restored = true
 		return c, true
 	}
-	if got.Type != "absent" {
-		q, err := s.quarantine(path)
-		if err != nil {
-			c.Detail = err.Error()
-			return c, true
-		}
-		c.Quarantine = q
+	err = nil
+	switch {
+	case replaceable(got.Type) && replaceable(want.Type):
+		// Keep a copy and replace in one rename: git reading the file meanwhile sees the
+		// old content or the restored one, never a missing or half-written file.
+		c.Quarantine, err = s.quarantineCopy(path)
+	case got.Type != "absent":
+		c.Quarantine, err = s.quarantine(path)
 	}
-	if err := s.restore(path, want); err != nil {
+	if err == nil {
+		err = s.restore(path, want)
+	}
+	if err != nil {
 		c.Detail = err.Error()
 		return c, true
 	}
@@ -168,45 +172,69 @@ func (s *Snapshot) checkFile(path string) (Change, bool) {
 	return c, true
 }
 
+// replaceable reports whether a path of this type can be replaced by a rename over it.
+func replaceable(typ string) bool { return typ == "file" || typ == "symlink" }
+
 // sameState compares two states, ignoring a directory's content (trees check that).
 func sameState(a, b fileState) bool {
 	return a == b
 }
 
-// restore puts the recorded state back at path (which no longer exists), with its owner.
+// restore puts the recorded state back at path, with its owner. A file or symlink is made
+// under a temporary name in the same directory and renamed over path, so it appears whole.
 func (s *Snapshot) restore(path string, want fileState) error {
-	if err := s.create(path, want); err != nil || want.Type == "absent" {
-		return err
+	switch want.Type {
+	case "absent":
+		return nil
+	case "dir":
+		if err := os.Mkdir(path, want.Perm); err != nil {
+			return fmt.Errorf("restore %s: %w", path, err)
+		}
+		if err := os.Chmod(path, want.Perm); err != nil { // Mkdir's mode is cut by the umask
+			return fmt.Errorf("restore %s: %w", path, err)
+		}
+		return chownIfRoot(path, want)
+	case "symlink", "file":
+		tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf(".gitshadow-restore-%d", os.Getpid()))
+		os.Remove(tmp)
+		if err := s.create(tmp, want); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		if err := chownIfRoot(tmp, want); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("restore %s: %w", path, err)
+		}
+		return nil
 	}
+	return fmt.Errorf("restore %s: cannot recreate a %s", path, want.Type)
+}
+
+// chownIfRoot gives path its recorded owner back; without privileges it can only be ours.
+func chownIfRoot(path string, want fileState) error {
 	if err := os.Lchown(path, int(want.UID), int(want.GID)); err != nil && !errors.Is(err, fs.ErrPermission) {
 		return fmt.Errorf("restore owner of %s: %w", path, err)
 	}
 	return nil
 }
 
-// create makes path hold the recorded state.
+// create makes a new file or symlink at path holding the recorded state.
 func (s *Snapshot) create(path string, want fileState) error {
-	switch want.Type {
-	case "absent":
-		return nil
-	case "dir":
-		if err := os.Mkdir(path, want.Perm); err != nil {
-			return err
-		}
-		return os.Chmod(path, want.Perm) // Mkdir's mode is cut by the umask
-	case "symlink":
+	if want.Type == "symlink" {
 		return os.Symlink(want.Link, path)
-	case "file":
-		data, err := os.ReadFile(filepath.Join(s.StateDir, "objects", want.Hash))
-		if err != nil {
-			return fmt.Errorf("restore %s: %w", path, err)
-		}
-		return writeExact(path, data, want.Perm)
 	}
-	return fmt.Errorf("restore %s: cannot recreate a %s", path, want.Type)
+	data, err := os.ReadFile(filepath.Join(s.StateDir, "objects", want.Hash))
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", path, err)
+	}
+	return writeExact(path, data, want.Perm)
 }
 
-// writeExact writes a file with exactly perm (the umask does not apply).
+// writeExact writes a new file with exactly perm (the umask does not apply).
 func writeExact(path string, data []byte, perm fs.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
