@@ -35,12 +35,17 @@
 // Use from git corral start:
 //
 //	plan, err := gitshadow.Discover(ctx, proj)     // before booting; plan.OutsideTopLevel must be mounted too
-//	script, err := plan.GuestScript()              // provision runs it as root at every boot
+//	script, err := plan.GuestScript()              // provision runs it as root at every boot, see below
 //	guard, err := plan.GuardChecks()               // vm runs it before every session; exit 1 refuses
 //	snap, err := gitshadow.TakeSnapshot(ctx, plan, stateDir) // or plan.Snapshot(ctx, stateDir)
 //	go gitshadow.Watch(watchCtx, snap, report)     // restores at once; report prints and audits
 //	... session ...
 //	cancelWatch(); changes, err := gitshadow.Verify(ctx, snap) // err wraps ErrNotRestored
+//
+// The guest script needs util-linux (mount, findmnt) and coreutils (realpath); it must run after
+// the project mount is up (systemd: RequiresMountsFor= the top level and every OutsideTopLevel
+// dir) and before any project provision script or session, at every boot. It keeps its copies
+// in GuestStateDir on the guest's own disk.
 //
 // Verify and Watch must not run at the same time on one snapshot's files from two processes;
 // within one process they share a lock. LoadSnapshot(ctx, stateDir) verifies a session that
