@@ -87,6 +87,9 @@ func attacks() []attack {
 			printf '[core]\n\tfsmonitor = touch %s/iwt\n' "$C" >.git/worktrees/inner-wt/config.worktree`, restored},
 		{"repository planted in work tree", `git init -q planted && git -C planted config core.fsmonitor "touch $C/planted" &&
 			` + hook + `planted/.git/hooks/pre-commit && chmod +x planted/.git/hooks/pre-commit`, restored},
+		{"symlinked module git dir", `git init -q --bare evil-gd && ` + hook + `evil-gd/hooks/post-checkout &&
+			chmod +x evil-gd/hooks/post-checkout && ln -s ../../evil-gd .git/modules/evil`, restored},
+		{"symlinked worktree admin dir", `mkdir -p evil-wt && ln -s ../../evil-wt .git/worktrees/evil`, restored},
 		{".git file planted", `mkdir -p evil && printf 'gitdir: %s/src/leaf/.git\n' "$R" >evil/.git`, restored},
 	}...)
 }

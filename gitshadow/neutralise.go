@@ -39,32 +39,64 @@ func (s *Snapshot) newGitDirs(ctx context.Context) []Change {
 		if ctx.Err() != nil {
 			break
 		}
-		var found []string
-		findGitDirs(filepath.Join(g, "modules"), &found)
-		wts, _ := os.ReadDir(filepath.Join(g, "worktrees"))
-		for _, e := range wts {
-			if p := filepath.Join(g, "worktrees", e.Name()); e.IsDir() && isGitDir(p) {
-				found = append(found, p)
-			}
-		}
+		found, links := gitDirsBelow(g)
 		for _, d := range found {
 			if !s.GitDirs[d] {
 				changes = append(changes, s.neutralise(d, strings.Contains(d, "/worktrees/"))...)
+			}
+		}
+		for _, l := range links {
+			if _, known := s.Files[l]; !known {
+				changes = append(changes, s.quarantineChange(l, "symlink where git looks for a git dir"))
 			}
 		}
 	}
 	return changes
 }
 
+// gitDirsBelow returns the git dirs under g's modules/ and worktrees/, and the symlinks found
+// there: git follows a symlinked modules/NAME or worktrees/NAME to whatever it points at, so a
+// new one is quarantined rather than neutralised (which would write through it).
+func gitDirsBelow(g string) (found, links []string) {
+	findGitDirs(filepath.Join(g, "modules"), &found, &links)
+	wts, _ := os.ReadDir(filepath.Join(g, "worktrees"))
+	for _, e := range wts {
+		p := filepath.Join(g, "worktrees", e.Name())
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			links = append(links, p)
+		case e.IsDir() && isGitDir(p):
+			found = append(found, p)
+		}
+	}
+	return found, links
+}
+
+// quarantineChange quarantines path and describes it as an added entry.
+func (s *Snapshot) quarantineChange(path, detail string) Change {
+	c := Change{Path: path, What: "added", Detail: detail}
+	q, err := s.quarantine(path)
+	if err != nil {
+		c.Detail = err.Error()
+	} else {
+		c.Quarantine, c.Restored = q, true
+	}
+	return c
+}
+
 // findGitDirs appends the git dirs below a modules/ dir (not descending into git dirs: their own
-// modules/ is walked when they are processed).
-func findGitDirs(dir string, out *[]string) {
+// modules/ is walked when they are processed) and the symlinks met on the way.
+func findGitDirs(dir string, out, links *[]string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			*links = append(*links, p)
+			continue
+		}
 		if !e.IsDir() {
 			continue
 		}
@@ -72,7 +104,7 @@ func findGitDirs(dir string, out *[]string) {
 			*out = append(*out, p)
 			continue
 		}
-		findGitDirs(p, out)
+		findGitDirs(p, out, links)
 	}
 }
 
@@ -255,12 +287,5 @@ func (s *Snapshot) plantedDotGit(path string, d fs.DirEntry) []Change {
 		s.recordFile(path)
 		return nil
 	}
-	c := Change{Path: path, What: "added", Detail: ".git file pointing to an unknown git dir"}
-	q, err := s.quarantine(path)
-	if err != nil {
-		c.Detail = err.Error()
-	} else {
-		c.Quarantine, c.Restored = q, true
-	}
-	return []Change{c}
+	return []Change{s.quarantineChange(path, ".git file pointing to an unknown git dir")}
 }

@@ -100,6 +100,14 @@ func TakeSnapshot(ctx context.Context, plan *Plan, stateDir string) (*Snapshot, 
 			return nil, fmt.Errorf("snapshot git metadata: %w", err)
 		}
 	}
+	for _, g := range plan.GitDirs { // symlinks already there are the user's: keep them as they are
+		_, links := gitDirsBelow(g.Path)
+		for _, l := range links {
+			if err := s.recordFile(l); err != nil {
+				return nil, fmt.Errorf("snapshot git metadata: %w", err)
+			}
+		}
+	}
 	return s, s.save()
 }
 
