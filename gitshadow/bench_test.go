@@ -22,6 +22,15 @@ var (
 	manyErr  error
 )
 
+// TestMain removes the benchmark repository, which outlives any one benchmark.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if manyTop != "" {
+		os.RemoveAll(filepath.Dir(manyTop))
+	}
+	os.Exit(code)
+}
+
 // manyRepo builds the benchmark repository once per test binary run.
 func manyRepo(b *testing.B) string {
 	manyOnce.Do(func() {
