@@ -36,6 +36,8 @@ func commands() []*command {
 		{name: "fetch", summary: "bring the box's branches back as refs/corral/<box>/…, nothing checked out", define: defineFetch},
 
 		{name: "diff", summary: "show what the box changed in files the host will execute", define: defineDiff},
+
+		{name: "shadow", summary: "show which git metadata the box shadows and the host guards", define: defineShadow},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "audit", summary: "show the audit log of sessions and guards", define: defineAudit},
 

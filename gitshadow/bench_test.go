@@ -1,0 +1,112 @@
+package gitshadow
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/git-corral/git-corral/project"
+)
+
+// benchModules is the number of submodules of the benchmark repository (DESIGN budget: the
+// plan for 1,000 submodules in at most 0.5 s).
+const benchModules = 1000
+
+var (
+	manyOnce sync.Once
+	manyTop  string
+	manyErr  error
+)
+
+// TestMain removes the benchmark repository, which outlives any one benchmark.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if manyTop != "" {
+		os.RemoveAll(filepath.Dir(manyTop))
+	}
+	os.Exit(code)
+}
+
+// manyRepo builds the benchmark repository once per test binary run.
+func manyRepo(b *testing.B) string {
+	manyOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gitshadow-bench-*")
+		if err != nil {
+			manyErr = err
+			return
+		}
+		hermetic(b, dir)
+		script, _ := filepath.Abs("testdata/many.sh")
+		out, err := exec.Command("sh", "-eu", script, strconv.Itoa(benchModules), dir).CombinedOutput()
+		if err != nil {
+			manyErr = err
+			b.Logf("%s", out)
+		}
+		manyTop = filepath.Join(dir, "top")
+	})
+	if manyErr != nil {
+		b.Fatal(manyErr)
+	}
+	return manyTop
+}
+
+// BenchmarkDiscover1000Submodules times Discover (and the plan it returns) for a repository
+// with 1,000 absorbed submodules. Reproduce: see docs/BENCHMARKS.md ## gitshadow.
+func BenchmarkDiscover1000Submodules(b *testing.B) {
+	top := manyRepo(b)
+	ctx := context.Background()
+	p, err := project.Find(ctx, top)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		plan, err := Discover(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(plan.GitDirs) != benchModules+1 {
+			b.Fatalf("%d git dirs, want %d", len(plan.GitDirs), benchModules+1)
+		}
+	}
+}
+
+// BenchmarkGuestScript1000Submodules times rendering the guest script for the same plan.
+func BenchmarkGuestScript1000Submodules(b *testing.B) {
+	top := manyRepo(b)
+	p, _ := project.Find(context.Background(), top)
+	plan, err := Discover(context.Background(), p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := plan.GuestScript(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSnapshot1000Submodules times the host-side snapshot of the same plan.
+func BenchmarkSnapshot1000Submodules(b *testing.B) {
+	top := manyRepo(b)
+	p, _ := project.Find(context.Background(), top)
+	plan, _ := Discover(context.Background(), p)
+	for b.Loop() {
+		if _, err := TakeSnapshot(context.Background(), plan, b.TempDir()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGitSubmoduleStatus times git submodule status on the same repository, for scale.
+func BenchmarkGitSubmoduleStatus1000(b *testing.B) {
+	top := manyRepo(b)
+	for b.Loop() {
+		if out, err := exec.Command("git", "-C", top, "submodule", "status").CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package gitshadow
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Expectation is one mount the guard check expects in the guest.
+type Expectation struct {
+	// Path is the mount point.
+	Path string `json:"path"`
+	// Kind is the shadow kind that put it there.
+	Kind Kind `json:"kind"`
+	// ReadOnly is true when the topmost mount at Path must be read-only (every kind but Pin).
+	ReadOnly bool `json:"readOnly"`
+}
+
+// Expectations lists the mounts the guest script makes, in mount order. The guard check verifies
+// each one; package vm may also compare them against /proc/self/mountinfo itself.
+func (p *Plan) Expectations() []Expectation {
+	var out []Expectation
+	for _, s := range p.AllShadows() {
+		if s.Kind == Watched {
+			continue
+		}
+		out = append(out, Expectation{Path: s.Path, Kind: s.Kind, ReadOnly: s.Kind != Pin})
+	}
+	return out
+}
+
+// guardHead checks one mount: a mount at the path must exist and, when asked, every mount there
+// must carry the ro per-mount (VFS) option. It needs no privileges (findmnt reads /proc/self/mountinfo).
+const guardHead = `#!/bin/sh
+# shellcheck disable=SC2016 # paths are quoted literally on purpose
+# git corral: guard check of the git metadata shadow (rendered by package gitshadow).
+# Prints one "gitshadow: FAIL ..." line per missing or writable shadow; exits 1 if any.
+set -u
+bad=0
+expect() {
+	all=$(findmnt -rn -o VFS-OPTIONS --mountpoint "$2" 2>/dev/null)
+	if [ -z "$all" ]; then
+		echo "gitshadow: FAIL $1 $2: not mounted"
+		bad=$((bad + 1))
+		return
+	fi
+	[ "$3" = ro ] || return 0
+	# Every mount at the path must be read-only: a propagated copy would be a second entry.
+	for opts in $all; do
+		case ",$opts," in
+		*,ro,*) ;;
+		*)
+			echo "gitshadow: FAIL $1 $2: writable ($opts)"
+			bad=$((bad + 1))
+			return
+			;;
+		esac
+	done
+}
+`
+
+// GuardChecks renders the guard check: a POSIX sh script, runnable as the box user over one SSH
+// round trip, that exits 0 and prints "gitshadow: ok N" when every expected mount is in place,
+// and otherwise prints one "gitshadow: FAIL KIND PATH: REASON" line per problem and exits 1.
+func (p *Plan) GuardChecks() (string, error) {
+	var b strings.Builder
+	b.WriteString(guardHead)
+	exps := p.Expectations()
+	for _, e := range exps {
+		q, err := ShellQuote(e.Path)
+		if err != nil {
+			return "", err
+		}
+		mode := "rw"
+		if e.ReadOnly {
+			mode = "ro"
+		}
+		fmt.Fprintf(&b, "expect %s %s %s\n", e.Kind, q, mode)
+	}
+	fmt.Fprintf(&b, "[ \"$bad\" -eq 0 ] || exit 1\necho \"gitshadow: ok %d\"\n", len(exps))
+	return b.String(), nil
+}

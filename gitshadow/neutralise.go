@@ -1,0 +1,291 @@
+package gitshadow
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	format "github.com/go-git/go-git/v5/plumbing/format/config"
+
+	"github.com/git-corral/git-corral/internal/atomicfile"
+)
+
+// Git dirs that appear during a session (git submodule add, git worktree add, git init or
+// git clone in the work tree) are not refused — git in the box keeps working — but the host
+// neutralises them as soon as it sees them: hooks other than *.sample are quarantined,
+// config.worktree and a stray commondir are quarantined, and config is cut down to the keys in
+// safeKeys, which execute nothing. The git dir is then adopted into the snapshot, so later
+// changes to it are restored like any other. The guest shadows it from its next boot.
+
+// safeKeys lists the config keys kept in a new git dir: section, then key, lower-case; "*" is
+// any subsection.
+var safeKeys = map[string]map[string]bool{
+	"core":        {"repositoryformatversion": true, "filemode": true, "bare": true, "logallrefupdates": true, "ignorecase": true, "precomposeunicode": true, "symlinks": true, "worktree": true},
+	"remote.*":    {"url": true, "pushurl": true, "fetch": true},
+	"branch.*":    {"remote": true, "merge": true},
+	"submodule.*": {"url": true, "active": true},
+	"extensions":  {"objectformat": true},
+}
+
+// newGitDirs finds git dirs under the modules/ and worktrees/ dirs of every known git dir that
+// are not known, neutralises and adopts them.
+func (s *Snapshot) newGitDirs(ctx context.Context) []Change {
+	var changes []Change
+	for _, g := range sortedKeys(s.GitDirs) {
+		if ctx.Err() != nil {
+			break
+		}
+		found, links := gitDirsBelow(g)
+		for _, d := range found {
+			if !s.GitDirs[d] {
+				changes = append(changes, s.neutralise(d, strings.Contains(d, "/worktrees/"))...)
+			}
+		}
+		for _, l := range links {
+			if _, known := s.Files[l]; !known {
+				changes = append(changes, s.quarantineChange(l, "symlink where git looks for a git dir"))
+			}
+		}
+	}
+	return changes
+}
+
+// gitDirsBelow returns the git dirs under g's modules/ and worktrees/, and the symlinks found
+// there: git follows a symlinked modules/NAME or worktrees/NAME to whatever it points at, so a
+// new one is quarantined rather than neutralised (which would write through it).
+func gitDirsBelow(g string) (found, links []string) {
+	findGitDirs(filepath.Join(g, "modules"), &found, &links)
+	wts, _ := os.ReadDir(filepath.Join(g, "worktrees"))
+	for _, e := range wts {
+		p := filepath.Join(g, "worktrees", e.Name())
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			links = append(links, p)
+		case e.IsDir() && isGitDir(p):
+			found = append(found, p)
+		}
+	}
+	return found, links
+}
+
+// quarantineChange quarantines path and describes it as an added entry.
+func (s *Snapshot) quarantineChange(path, detail string) Change {
+	c := Change{Path: path, What: "added", Detail: detail}
+	q, err := s.quarantine(path)
+	if err != nil {
+		c.Detail = err.Error()
+	} else {
+		c.Quarantine, c.Restored = q, true
+	}
+	return c
+}
+
+// findGitDirs appends the git dirs below a modules/ dir (not descending into git dirs: their own
+// modules/ is walked when they are processed) and the symlinks met on the way.
+func findGitDirs(dir string, out, links *[]string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			*links = append(*links, p)
+			continue
+		}
+		if !e.IsDir() {
+			continue
+		}
+		if isGitDir(p) {
+			*out = append(*out, p)
+			continue
+		}
+		findGitDirs(p, out, links)
+	}
+}
+
+// neutralise makes a new git dir inert for the host's git and adopts it into the snapshot.
+func (s *Snapshot) neutralise(dir string, worktree bool) []Change {
+	var changes []Change
+	note := func(path, what, q string, err error) {
+		c := Change{Path: path, What: what, Quarantine: q, Restored: err == nil, Detail: "new git dir " + dir}
+		if err != nil {
+			c.Detail = err.Error()
+		}
+		changes = append(changes, c)
+	}
+	hooks, _ := os.ReadDir(filepath.Join(dir, "hooks"))
+	for _, h := range hooks {
+		if !strings.HasSuffix(h.Name(), ".sample") {
+			p := filepath.Join(dir, "hooks", h.Name())
+			q, err := s.quarantine(p)
+			note(p, "neutralised", q, err)
+		}
+	}
+	for _, name := range []string{"config.worktree", "commondir"} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Lstat(p); err != nil || (name == "commondir" && worktree && commondirIsParent(p)) {
+			continue
+		}
+		q, err := s.quarantine(p)
+		note(p, "neutralised", q, err)
+	}
+	if q, changed, err := s.sanitizeConfig(filepath.Join(dir, "config")); changed || err != nil {
+		note(filepath.Join(dir, "config"), "neutralised", q, err)
+	}
+	s.adopt(dir, worktree)
+	return changes
+}
+
+// commondirIsParent reports whether a worktree's commondir file says "../.." (what git writes).
+func commondirIsParent(path string) bool {
+	data, err := readSmall(path)
+	return err == nil && strings.TrimSpace(string(data)) == "../.."
+}
+
+// adopt adds a neutralised git dir to the snapshot, so later changes to it are restored.
+func (s *Snapshot) adopt(dir string, worktree bool) {
+	s.GitDirs[dir] = true
+	if st, ok := pinOf(dir); ok {
+		s.Pins[dir] = st
+	}
+	for _, f := range []string{"config", "config.worktree", "commondir"} {
+		s.recordFile(filepath.Join(dir, f))
+	}
+	if worktree {
+		s.recordFile(filepath.Join(dir, "gitdir"))
+	}
+	for _, t := range []string{"hooks", "info"} {
+		p := filepath.Join(dir, t)
+		s.Trees[p] = true
+		s.recordTree(p)
+	}
+}
+
+// sanitizeConfig rewrites a config file keeping only safeKeys. An unreadable or unparsable
+// config is quarantined and replaced by a minimal one.
+func (s *Snapshot) sanitizeConfig(path string) (quarantined string, changed bool, err error) {
+	data, rerr := readSmall(path)
+	if os.IsNotExist(rerr) {
+		return "", false, nil
+	}
+	cfg := format.New()
+	if rerr == nil {
+		rerr = format.NewDecoder(bytes.NewReader(data)).Decode(cfg)
+	}
+	out := []byte("[core]\n\trepositoryformatversion = 0\n")
+	if rerr == nil {
+		out = []byte(renderSafeConfig(cfg))
+	}
+	if bytes.Equal(out, data) {
+		return "", false, nil
+	}
+	q, err := s.quarantineCopy(path)
+	if err != nil {
+		return "", true, err
+	}
+	return q, true, atomicfile.Write(path, out, 0o644)
+}
+
+// quarantineCopy keeps a copy of a file in the quarantine without moving it.
+func (s *Snapshot) quarantineCopy(path string) (string, error) {
+	s.seq++
+	dst := filepath.Join(s.StateDir, "quarantine", fmt.Sprintf("%04d-%s", s.seq, safeName(filepath.Base(path))))
+	if err := copyOne(path, dst); err != nil {
+		return "", fmt.Errorf("quarantine %s: %w", path, err)
+	}
+	return dst, nil
+}
+
+// renderSafeConfig writes the allow-listed options of cfg as git config text, in a stable
+// order, quoting every value and subsection name. Values that carry a line break, and remote
+// URLs that name a remote helper (transport::address) or look like an option, are dropped.
+func renderSafeConfig(cfg *format.Config) string {
+	var b strings.Builder
+	for _, sec := range cfg.Sections {
+		name := strings.ToLower(sec.Name)
+		writeSection(&b, name, "", safeKeys[name], sec.Options)
+		for _, sub := range sec.Subsections {
+			writeSection(&b, name, sub.Name, safeKeys[name+".*"], sub.Options)
+		}
+	}
+	return b.String()
+}
+
+// writeSection writes one section header and its allowed options, or nothing.
+func writeSection(b *strings.Builder, name, sub string, allowed map[string]bool, opts format.Options) {
+	var lines []string
+	for _, o := range opts {
+		key := strings.ToLower(o.Key)
+		if !allowed[key] || strings.ContainsAny(o.Value, "\x00\n\r") {
+			continue
+		}
+		if (key == "url" || key == "pushurl") && (strings.Contains(o.Value, "::") || strings.HasPrefix(o.Value, "-")) {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("\t%s = %s\n", key, quoteConfigValue(o.Value)))
+	}
+	if len(lines) == 0 || strings.ContainsAny(sub, "\x00\n\r") {
+		return
+	}
+	if sub == "" {
+		fmt.Fprintf(b, "[%s]\n", name)
+	} else {
+		fmt.Fprintf(b, "[%s %s]\n", name, quoteConfigValue(sub))
+	}
+	b.WriteString(strings.Join(lines, ""))
+}
+
+// quoteConfigValue quotes a value for git config text: in double quotes, with backslash,
+// double quote and tab escaped.
+func quoteConfigValue(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\t", `\t`)
+	return `"` + r.Replace(v) + `"`
+}
+
+// scanWorkTree walks the top level's work tree for .git entries (any case) that are not known:
+// a .git directory is a planted repository and is neutralised; a .git file pointing anywhere but
+// a known git dir is quarantined. Known git dirs are not descended into.
+func (s *Snapshot) scanWorkTree(ctx context.Context) []Change {
+	var changes []Change
+	top := s.Plan.TopLevel
+	filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || ctx.Err() != nil {
+			return nil
+		}
+		if s.GitDirs[path] {
+			return filepath.SkipDir
+		}
+		if !strings.EqualFold(d.Name(), ".git") || path == filepath.Join(top, ".git") {
+			return nil
+		}
+		if _, known := s.Files[path]; known {
+			return nil
+		}
+		changes = append(changes, s.plantedDotGit(path, d)...)
+		if d.IsDir() {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return changes
+}
+
+// plantedDotGit handles one unknown .git entry in the work tree.
+func (s *Snapshot) plantedDotGit(path string, d fs.DirEntry) []Change {
+	if d.IsDir() {
+		if isGitDir(path) {
+			return s.neutralise(path, false)
+		}
+		return nil
+	}
+	if target, err := readGitFile(path); err == nil && s.GitDirs[target] {
+		s.recordFile(path)
+		return nil
+	}
+	return []Change{s.quarantineChange(path, ".git file pointing to an unknown git dir")}
+}

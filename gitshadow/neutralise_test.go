@@ -1,0 +1,140 @@
+package gitshadow
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestSanitizeConfig feeds hostile configs of a git dir that appeared mid-session through the
+// allow-list and checks, with git itself reading the result, that only safe keys survive.
+func TestSanitizeConfig(t *testing.T) {
+	hostile := map[string]string{
+		"executing keys": "[core]\n\tfsmonitor = touch /tmp/x\n\thooksPath = /tmp\n\tpager = sh\n\tsshCommand = sh\n\teditor = sh\n" +
+			"[filter \"x\"]\n\tclean = sh\n\tsmudge = sh\n\tprocess = sh\n[diff \"x\"]\n\tcommand = sh\n\ttextconv = sh\n" +
+			"[merge \"x\"]\n\tdriver = sh\n[credential]\n\thelper = !sh\n[alias]\n\tst = !sh\n",
+		"includes":           "[include]\n\tpath = /tmp/evil\n[includeIf \"gitdir:/\"]\n\tpath = /tmp/evil\n",
+		"case variants":      "[CORE]\n\tFSMONITOR = sh\n[Core]\n\tHooksPath = /tmp\n",
+		"remote helper urls": "[remote \"origin\"]\n\turl = ext::sh -c touch% /tmp/x\n\tpushurl = -oProxyCommand=sh\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n",
+		"quoted subsection":  "[remote \"a\\\"b\"]\n\turl = https://example.com/x.git\n",
+		"continuation":       "[core]\n\tbare = false\\\n\tfsmonitor = sh\n",
+		"worktree extension": "[extensions]\n\tworktreeConfig = true\n\tobjectFormat = sha1\n[core]\n\trepositoryformatversion = 1\n",
+	}
+	allowed := func(key string) bool {
+		parts := strings.Split(key, ".")
+		sec, name := parts[0], parts[len(parts)-1]
+		if len(parts) > 2 {
+			sec += ".*"
+		}
+		return safeKeys[sec][name]
+	}
+	for name, cfg := range hostile {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "config")
+			os.WriteFile(path, []byte(cfg), 0o644)
+			s := &Snapshot{StateDir: dir}
+			os.Mkdir(filepath.Join(dir, "quarantine"), 0o700)
+			if _, _, err := s.sanitizeConfig(path); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command("git", "config", "-f", path, "--list").CombinedOutput()
+			if err != nil {
+				t.Fatalf("git cannot read the sanitised config: %v\n%s", err, out)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				key, value, _ := strings.Cut(line, "=")
+				if line != "" && (!allowed(key) || strings.Contains(value, "::") || strings.HasPrefix(value, "-")) {
+					t.Errorf("sanitised config keeps %q", line)
+				}
+			}
+		})
+	}
+}
+
+// TestWatchNeutralisesNewSubmodule adds a submodule git dir with a hook and an fsmonitor while
+// Watch runs (as a box would mid-session) and checks the host neutralises it at once.
+func TestWatchNeutralisesNewSubmodule(t *testing.T) {
+	root := fixture(t)
+	work := filepath.Join(root, "work")
+	snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := WatchInterval
+	WatchInterval = time.Hour
+	defer func() { WatchInterval = saved }()
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var got []Change
+	done := make(chan error, 1)
+	go func() { done <- Watch(ctx, snap, func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() }) }()
+	time.Sleep(100 * time.Millisecond)
+	gd := filepath.Join(work, ".git/modules/late")
+	run(t, work, "git", "clone", "-q", "--separate-git-dir", gd, filepath.Join(root, "src/leaf"), "late")
+	run(t, work, "git", "-C", "late", "config", "core.fsmonitor", "touch "+filepath.Join(root, "canary-late"))
+	hook := filepath.Join(gd, "hooks/post-checkout")
+	os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+filepath.Join(root, "canary-hook")+"\n"), 0o755)
+	deadline := time.Now().Add(5 * time.Second) // generous: CI shares its cores
+	for time.Now().Before(deadline) {
+		cfg, _ := os.ReadFile(filepath.Join(gd, "config"))
+		if _, err := os.Lstat(hook); os.IsNotExist(err) && !strings.Contains(string(cfg), "fsmonitor") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if _, err := os.Lstat(hook); err == nil {
+		t.Errorf("the new submodule's hook is still there")
+	}
+	if cfg, _ := os.ReadFile(filepath.Join(gd, "config")); strings.Contains(string(cfg), "fsmonitor") {
+		t.Errorf("the new submodule's config still sets fsmonitor:\n%s", cfg)
+	}
+	run(t, filepath.Join(work, "late"), "git", "status")
+	run(t, filepath.Join(work, "late"), "git", "checkout", "-q", "-b", "x")
+	for _, c := range []string{"canary-late", "canary-hook"} {
+		if _, err := os.Stat(filepath.Join(root, c)); err == nil {
+			t.Errorf("host git ran %s", c)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 {
+		t.Errorf("Watch reported nothing")
+	}
+}
+
+// TestLoadSnapshotVerifies checks that a snapshot saved by one process can be verified (and
+// restores) after a crash, from its state dir alone.
+func TestLoadSnapshotVerifies(t *testing.T) {
+	root := fixture(t)
+	work := filepath.Join(root, "work")
+	state := t.TempDir()
+	if _, err := TakeSnapshot(context.Background(), discover(t, work), state); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(work, ".git/modules/a/modules/b/config")
+	before, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, append(before, "[core]\n\tfsmonitor = sh\n"...), 0o644)
+	snap, err := LoadSnapshot(context.Background(), state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := Verify(context.Background(), snap)
+	if err != nil || len(changes) != 1 || changes[0].Path != cfg || !changes[0].Restored {
+		t.Fatalf("Verify after LoadSnapshot: %v %+v", err, changes)
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+		t.Errorf("config not restored byte for byte")
+	}
+	q, _ := os.ReadFile(changes[0].Quarantine)
+	if !strings.Contains(string(q), "fsmonitor") {
+		t.Errorf("the box's version was not kept in quarantine: %q", q)
+	}
+}
