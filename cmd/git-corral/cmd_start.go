@@ -103,7 +103,10 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 		spec.Confirm = a.confirmCreate(p.Box, p.TopLevel)
 	}
 	s.st, err = m.Ensure(ctx, spec)
+	var ee *exitError
 	switch {
+	case errors.As(err, &ee):
+		return nil, err
 	case errors.Is(err, vm.ErrNoBox):
 		return nil, withHint(err, fmt.Sprintf("run 'git corral %s --yes' to create it", cmd))
 	case errors.Is(err, vm.ErrNoImage):
