@@ -55,3 +55,10 @@ ssh = m["ssh -F ssh.config true"]
 for k, v in m.items():
     print(f"RESULT warm median {k}: {v*1000:.0f} ms ({v/ssh:.2f}x plain ssh)")
 PY
+
+# The mount: 200 small files written on the project mount (this box's mount type) vs guest /tmp.
+for where in "$BASE/proj/smallfiles" /tmp/smallfiles; do
+  t=$(now)
+  U "$BASE/bin/git-corral" -C "$BASE/proj" run -- sh -c "mkdir -p $where && cd $where && for i in \$(seq 200); do echo \$i > f\$i; done" 2>/dev/null
+  echo "RESULT 200 small files in $where (via git corral run): $(since "$t")s"
+done

@@ -179,10 +179,15 @@ func limactl(args ...string) (string, error) {
 
 // sweep stops and deletes every box under the suite's LIMA_HOME: leftovers of a killed run.
 func sweep() {
-	out, err := limactl("list", "--format", "{{.Name}}")
+	lc := "/usr/local/lib/git-corral/lima/bin/limactl"
+	if p := os.Getenv("CORRAL_LIMACTL"); p != "" {
+		lc = p
+	}
+	b, err := asUser([]string{lc, "--tty=false", "list", "--format", "{{.Name}}"}, "LIMA_HOME="+filepath.Join(suite.home, "lima")).Output()
 	if err != nil {
 		return
 	}
+	out := string(b)
 	for _, n := range strings.Fields(out) {
 		fmt.Fprintf(os.Stderr, "e2e: sweeping box %s\n", n)
 		_, _ = limactl("stop", "--force", n)

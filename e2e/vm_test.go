@@ -17,7 +17,10 @@ func TestRootRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to show the refusal (CI runs as root)")
 	}
-	dir := newProject(t, "root-refused")
+	dir := t.TempDir() // owned by root: git refuses a repository of another owner
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
 	cmd := exec.Command(suite.bin, "-C", dir, "run", "--yes", "--", "true")
 	cmd.Env = []string{"CORRAL_HOME=" + t.TempDir(), "HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"}
 	out, err := cmd.CombinedOutput()

@@ -107,6 +107,8 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 			if meta.TCG && spec.Notice != nil {
 				spec.Notice("the box runs under software emulation (TCG, KVM not usable here) and is slower")
 			}
+		} else if img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv)); err == nil {
+			m.DecideTCG(ctx, img, spec.Notice)
 		}
 	default:
 		return Status{}, fmt.Errorf("box %s is %s: %v", spec.Box, st.Status, st.Errors)

@@ -139,17 +139,24 @@ func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
 		}
 		envPath = p
 	}
+	argv := opts.Argv
 	if opts.Timeout > 0 {
+		// The guest's timeout(1) sends TERM, then KILL 2 s later, and exits 124. Killing only the
+		// local ssh would leave the command running (and, through the ssh mux, our stdout open).
+		if len(argv) == 0 {
+			argv = []string{"sh", "-c", `exec "${SHELL:-/bin/sh}" -l`}
+		}
+		argv = append([]string{"timeout", "-k", "2s", fmt.Sprintf("%.3fs", opts.Timeout.Seconds())}, argv...)
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout+30*time.Second)
 		defer cancel()
 	}
-	cmd := c.ssh(ctx, opts.TTY, sessionScript(envPath, opts.Dir, opts.Argv))
+	cmd := c.ssh(ctx, opts.TTY, sessionScript(envPath, opts.Dir, argv))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 2 * time.Second
 	code, err := exitCode(cmd.Run())
-	if ctx.Err() == context.DeadlineExceeded {
+	if ctx.Err() == context.DeadlineExceeded || (opts.Timeout > 0 && code == 124) {
 		return 124, ExitStatus(124)
 	}
 	if err != nil {
