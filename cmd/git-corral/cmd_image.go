@@ -54,6 +54,11 @@ func defineImage(fs *pflag.FlagSet) runFunc {
 // imageBuild builds the current recipe's image into dir, with progress on stderr and the
 // build's own output in dir/build.log.
 func (a *app) imageBuild(ctx context.Context, dir string, force bool) error {
+	if img, err := vm.FindImage([]string{dir}); err == nil && !force {
+		fmt.Fprintf(a.stderr, "base image of recipe %s is already built\n", img.Hash)
+		fmt.Fprintf(a.stdout, "%s\n", img.Dir)
+		return nil
+	}
 	if os.Geteuid() != 0 {
 		return withHint(fmt.Errorf("build image in %s: building needs root (debootstrap, chroot)", dir),
 			"run 'sudo git corral image build --dir "+vm.SystemImageDir+"': every user's git corral looks there too")
