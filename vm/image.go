@@ -83,6 +83,9 @@ func ImageDirs(userDir string, getenv func(string) string) []string {
 	if sys == "" {
 		sys = SystemImageDir
 	}
+	if filepath.Clean(sys) == filepath.Clean(userDir) {
+		return []string{userDir}
+	}
 	return []string{userDir, sys}
 }
 

@@ -81,3 +81,13 @@ func TestBuildImageNeedsRoot(t *testing.T) {
 		t.Fatalf("BuildImage as a user = %v, want a refusal naming root", err)
 	}
 }
+
+func TestImageDirsDedupe(t *testing.T) {
+	env := func(string) string { return "" }
+	if d := ImageDirs(SystemImageDir+"/", env); len(d) != 1 {
+		t.Errorf("ImageDirs(system dir) = %v, want it once", d)
+	}
+	if d := ImageDirs("/home/u/.corral/images", env); len(d) != 2 || d[1] != SystemImageDir {
+		t.Errorf("ImageDirs = %v, want the user's dir then %s", d, SystemImageDir)
+	}
+}

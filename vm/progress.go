@@ -31,13 +31,17 @@ func NewProgress(w io.Writer, tty bool) *Progress {
 	return &Progress{w: w, tty: tty, now: time.Now}
 }
 
-// Phase starts a new phase named name, ending the previous one.
+// Phase starts a new phase named name, ending the previous one; repeating the current phase
+// does nothing.
 func (p *Progress) Phase(name string) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if name == p.phase {
+		return // Lima repeats its "waiting" lines while it polls
+	}
 	t := p.now()
 	if p.start.IsZero() {
 		p.start = t

@@ -17,7 +17,9 @@ func TestProgressPlain(t *testing.T) {
 	p.Phase("copy image")
 	now = now.Add(2 * time.Second)
 	p.Phase("boot")
-	now = now.Add(40 * time.Second)
+	now = now.Add(10 * time.Second)
+	p.Phase("boot")
+	now = now.Add(30 * time.Second)
 	p.Done("box x", nil)
 	want := "03:04:05 corral: copy image (0.0s)\n03:04:07 corral: boot (2.0s)\n03:04:47 corral: box x ready (42.0s)\n"
 	if b.String() != want {
