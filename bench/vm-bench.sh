@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CORRAL_USER=${CORRAL_USER:-corral-ci}
 RUNS=${RUNS:-15}
-BOOTS=${BOOTS:-1}
+BOOTS=${BOOTS:-1}   # create-to-ready pairs (git corral, then raw limactl); 0 skips them
 BASE=/var/tmp/corral-bench
 LIMACTL=/usr/local/lib/git-corral/lima/bin/limactl
 QEMU="qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
@@ -41,13 +41,14 @@ for i in $(seq "$BOOTS"); do
   U "$LIMACTL" --tty=false delete --force raw-bench >/dev/null 2>&1
 done
 
-U "$BASE/bin/git-corral" -C "$BASE/proj" run --yes -- true 2>/dev/null
+t=$(now); U "$BASE/bin/git-corral" -C "$BASE/proj" run --yes -- true 2>/dev/null
+echo "RESULT create-to-ready git-corral run (box for the warm runs): $(since "$t")s"
 CFG="$BASE/home/lima/$BOX/ssh.config"
-U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/warm.json" \
+U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/warm.json" \
   -n "git corral run -- true" "$BASE/bin/git-corral -C $BASE/proj run -- true" \
   -n "ssh -F ssh.config true" "ssh -F $CFG lima-$BOX true" \
   -n "limactl shell true" "$LIMACTL shell --workdir / $BOX true" 2>&1 | grep -v '^ *$'
-python3 - "$BASE/warm.json" <<'PY'
+python3 - "$BASE/home/warm.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
 m = {x["command"]: x["median"] for x in r}
