@@ -4,6 +4,7 @@
 #   make install   binary, man page and completions under $(PREFIX) (default /usr/local)
 #   make test      the README's test command: every Go test (the root-only namespace tests run
 #                  when invoked as root), then the end-to-end suite when it can run here
+#   make e2e       the end-to-end suite alone: real boxes, as the unprivileged user corral-ci
 #   make lint      gofmt, go vet, staticcheck (pinned in go.mod as a tool)
 #   make man       render docs/man/git-corral.1 from its Markdown source
 #   make lima      build the pinned limactl + guest agent into $(LIMA_PREFIX)
@@ -17,7 +18,7 @@ BIN         := bin/git-corral
 GO          ?= go
 GOTESTFLAGS ?=
 
-.PHONY: build install test unit lint man lima clean
+.PHONY: build install test unit e2e lint man lima clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/git-corral
@@ -33,10 +34,14 @@ install: build
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_git-corral
 	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d/git-corral.fish
 
-test: unit
+test: unit e2e
 
 unit:
 	$(GO) test $(GOTESTFLAGS) ./...
+
+# e2e boots real boxes (one per scenario group, one after another) as an unprivileged user.
+e2e:
+	CORRAL_E2E=1 $(GO) test -count=1 -timeout 60m -v ./e2e/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi

@@ -40,3 +40,24 @@ fi
 command -v go >/dev/null || { echo "setup: Go is not installed (expected at /usr/local/go)" >&2; exit 1; }
 log "$(go version)"
 go mod download
+
+# ---- vm: Lima, the unprivileged user, the base image --------------------------------------------
+# limactl refuses root: the end-to-end suite (and the quick start, when invoked as root) runs the
+# product as this user. The base image is cached by the hash of its recipe under the system image
+# directory, which every user's git corral also reads, so a second run only checks.
+CORRAL_USER=${CORRAL_USER:-corral-ci}
+if [ "$(id -u)" -eq 0 ]; then
+  PREFIX=/usr/local/lib/git-corral/lima SRC=/var/cache/git-corral/lima-build bash scripts/build-lima.sh |
+    sed "s/^/$(date -u +%H:%M:%S) setup: /"
+  if ! id "$CORRAL_USER" >/dev/null 2>&1; then
+    log "creating user $CORRAL_USER (runs git corral in the end-to-end suite: limactl refuses root)"
+    useradd -m -s /bin/bash "$CORRAL_USER"
+  fi
+  mkdir -p /var/cache/git-corral/images
+  go build -o /var/cache/git-corral/git-corral-setup ./cmd/git-corral
+  /var/cache/git-corral/git-corral-setup image build --dir /var/cache/git-corral/images >/dev/null
+  /var/cache/git-corral/git-corral-setup image prune --dir /var/cache/git-corral/images
+  log "base image $(/var/cache/git-corral/git-corral-setup image list --dir /var/cache/git-corral/images | awk '$2 == "true" {print $1; exit}') ready"
+else
+  log "not root: skipping the Lima build, the $CORRAL_USER user and the base image"
+fi

@@ -205,3 +205,9 @@ func (a *app) colorOn(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// isTerminal reports whether w is a terminal.
+func (a *app) isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

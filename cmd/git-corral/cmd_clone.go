@@ -20,11 +20,14 @@ import (
 
 // boxGuest returns a running box's Guest for box, booting it if needed, and the guest path its
 // clone-mode checkout lives at, given the clone's real host directory. Until package vm lands it
-// reports errNoBoxYet; the lead binds it to vm's SSH client (same-path convention: return
-// hostDir). Tests bind it to internal/sandboxguest.
+// reports errCloneNoBox until it is bound to vm's SSH client. Tests bind it to
+// internal/sandboxguest.
 var boxGuest = func(ctx context.Context, a *app, box, hostDir string) (clone.Guest, string, error) {
-	return nil, "", errNoBoxYet
+	return nil, "", errCloneNoBox
 }
+
+// errCloneNoBox is what clone says while delivery into a box is not wired.
+var errCloneNoBox = errors.New("delivering a clone into a box is not wired in this build yet")
 
 type cloneDoc struct {
 	Box       string          `json:"box"`

@@ -38,6 +38,13 @@ func commands() []*command {
 		{name: "diff", summary: "show what the box changed in files the host will execute", define: defineDiff},
 
 		{name: "shadow", summary: "show which git metadata the box shadows and the host guards", define: defineShadow},
+
+		{name: "stop", summary: "stop this repository's box (or every box)", define: defineStop},
+		{name: "delete", summary: "delete this repository's box", define: defineDelete},
+		{name: "list", summary: "list the boxes, their state and template drift", define: defineList},
+		{name: "logs", summary: "show Lima's logs of this repository's box", define: defineLogs},
+		{name: "doctor", summary: "check every host prerequisite of a box and print the fix", define: defineDoctor},
+		{name: "image", summary: "build, list and prune the local base images", define: defineImage, verbs: imageVerbs},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "audit", summary: "show the audit log of sessions and guards", define: defineAudit},
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# vm benchmarks (docs/BENCHMARKS.md "## vm"), measured side by side in one run, as root; the
+# product and limactl run as the unprivileged user $CORRAL_USER (limactl refuses root).
+#   1. box creation to ready: `git corral run --yes -- true` from no box, versus a raw
+#      `limactl start` of the very template git corral rendered (same image, same TCG override).
+#   2. on a warm box: `git corral run -- true` (guard check included) versus plain
+#      `ssh -F <instance>/ssh.config lima-<box> true` versus `limactl shell <box> true` (hyperfine).
+# Every box it starts is stopped and deleted on exit. Needs: scripts/setup.sh done, hyperfine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CORRAL_USER=${CORRAL_USER:-corral-ci}
+RUNS=${RUNS:-15}
+BOOTS=${BOOTS:-1}   # create-to-ready pairs (git corral, then raw limactl); 0 skips them
+BASE=/var/tmp/corral-bench
+LIMACTL=/usr/local/lib/git-corral/lima/bin/limactl
+QEMU="qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
+mkdir -p "$BASE/bin"
+go build -o "$BASE/bin/git-corral" ./cmd/git-corral
+chmod 755 "$BASE" "$BASE/bin" "$BASE/bin/git-corral"
+U() { runuser -u "$CORRAL_USER" -- env -i HOME="$BASE/home" CORRAL_HOME="$BASE/home" LIMA_HOME="$BASE/home/lima" \
+  PATH=/usr/local/bin:/usr/bin:/bin QEMU_SYSTEM_X86_64="$QEMU" "$@"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+
+rm -rf "${BASE:?}/home" "${BASE:?}/proj"
+install -d -o "$CORRAL_USER" "$BASE/home" "$BASE/proj"
+U sh -c "cd $BASE/proj && git init -q . && echo bench > README"
+BOX=$(U "$BASE/bin/git-corral" -C "$BASE/proj" info --json | sed -n 's/.*"box": "\(.*\)".*/\1/p')
+cleanup() { for b in "$BOX" raw-bench; do U "$LIMACTL" --tty=false delete --force "$b" >/dev/null 2>&1 || true; done; }
+trap cleanup EXIT
+echo "box $BOX; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+for i in $(seq "$BOOTS"); do
+  cleanup
+  t=$(now); U "$BASE/bin/git-corral" -C "$BASE/proj" run --yes -- true 2>/dev/null
+  echo "RESULT create-to-ready git-corral run $i: $(since "$t")s"
+  cp "$BASE/home/boxes/$BOX.yaml" "$BASE/raw.yaml"; chmod 644 "$BASE/raw.yaml"
+  U "$LIMACTL" --tty=false delete --force "$BOX" >/dev/null 2>&1
+  t=$(now); U "$LIMACTL" --tty=false start --timeout 20m --name raw-bench "$BASE/raw.yaml" >/dev/null 2>&1
+  echo "RESULT create-to-ready limactl start $i: $(since "$t")s"
+  U "$LIMACTL" --tty=false delete --force raw-bench >/dev/null 2>&1
+done
+
+t=$(now); U "$BASE/bin/git-corral" -C "$BASE/proj" run --yes -- true 2>/dev/null
+echo "RESULT create-to-ready git-corral run (box for the warm runs): $(since "$t")s"
+CFG="$BASE/home/lima/$BOX/ssh.config"
+U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/warm.json" \
+  -n "git corral run -- true" "$BASE/bin/git-corral -C $BASE/proj run -- true" \
+  -n "ssh -F ssh.config true" "ssh -F $CFG lima-$BOX true" \
+  -n "limactl shell true" "$LIMACTL shell --workdir / $BOX true" 2>&1 | grep -v '^ *$'
+python3 - "$BASE/home/warm.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+m = {x["command"]: x["median"] for x in r}
+ssh = m["ssh -F ssh.config true"]
+for k, v in m.items():
+    print(f"RESULT warm median {k}: {v*1000:.0f} ms ({v/ssh:.2f}x plain ssh)")
+PY
+
+# The mount: 200 small files written on the project mount (this box's mount type) vs guest /tmp.
+for where in "$BASE/proj/smallfiles" /tmp/smallfiles; do
+  t=$(now)
+  U "$BASE/bin/git-corral" -C "$BASE/proj" run -- sh -c "mkdir -p $where && cd $where && for i in \$(seq 200); do echo \$i > f\$i; done" 2>/dev/null
+  echo "RESULT 200 small files in $where (via git corral run): $(since "$t")s"
+done

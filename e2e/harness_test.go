@@ -1,0 +1,238 @@
+// Package e2e drives the real git-corral binary against real Lima boxes on this machine. It runs
+// only with CORRAL_E2E=1 (make e2e). As root it runs the product as the unprivileged user
+// $CORRAL_E2E_USER (default corral-ci) through runuser, because limactl refuses root.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// suite is the state shared by every scenario group.
+var suite struct {
+	bin    string // the git-corral binary under test
+	user   string // who runs it
+	uid    int
+	gid    int
+	home   string // CORRAL_HOME for every scenario
+	asRoot bool
+}
+
+// e2eBase holds the suite's CORRAL_HOME; fixed so that a later run can sweep what a killed run
+// left behind.
+const e2eBase = "/var/tmp/corral-e2e"
+
+func TestMain(m *testing.M) {
+	if os.Getenv("CORRAL_E2E") != "1" {
+		fmt.Println("e2e: skipped: set CORRAL_E2E=1 (make e2e) to boot real boxes; needs Lima, QEMU, the base image and, as root, the user corral-ci (scripts/setup.sh)")
+		os.Exit(0)
+	}
+	if err := setup(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: setup:", err)
+		os.Exit(1)
+	}
+	sweep()
+	code := m.Run()
+	sweep()
+	os.Exit(code)
+}
+
+// setup builds the binary where the test user can run it and prepares CORRAL_HOME.
+func setup() error {
+	suite.asRoot = os.Geteuid() == 0
+	suite.user = os.Getenv("CORRAL_E2E_USER")
+	if suite.user == "" {
+		suite.user = "corral-ci"
+	}
+	if !suite.asRoot {
+		u, _ := user.Current()
+		suite.user = u.Username
+	}
+	u, err := user.Lookup(suite.user)
+	if err != nil {
+		return fmt.Errorf("user %q: %w (scripts/setup.sh creates it)", suite.user, err)
+	}
+	suite.uid, _ = strconv.Atoi(u.Uid)
+	suite.gid, _ = strconv.Atoi(u.Gid)
+	suite.home = filepath.Join(e2eBase, "home")
+	bindir := filepath.Join(e2eBase, "bin")
+	for _, d := range []string{e2eBase, bindir, suite.home, filepath.Join(e2eBase, "projects")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := chown(suite.home); err != nil {
+		return err
+	}
+	suite.bin = filepath.Join(bindir, "git-corral")
+	build := exec.Command("go", "build", "-o", suite.bin, "../cmd/git-corral")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build git-corral: %w", err)
+	}
+	return os.Chmod(suite.bin, 0o755)
+}
+
+func chown(p string) error {
+	if !suite.asRoot {
+		return nil
+	}
+	return os.Chown(p, suite.uid, suite.gid)
+}
+
+// asUser returns a command that runs argv as the test user with exactly the given environment
+// (runuser keeps the caller's environment; values never go on a command line).
+func asUser(argv []string, env ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if suite.asRoot {
+		cmd = exec.Command("runuser", append([]string{"-u", suite.user, "--"}, argv...)...)
+	} else {
+		cmd = exec.Command(argv[0], argv[1:]...)
+	}
+	cmd.Env = append([]string{"HOME=" + suite.home, "CORRAL_HOME=" + suite.home,
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "GIT_CONFIG_NOSYSTEM=1"}, env...)
+	return cmd
+}
+
+// result is one finished command.
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// corral runs git corral in dir as the test user.
+func corral(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := asUser(append([]string{suite.bin, "-C", dir}, args...), env...)
+	return runCmd(t, cmd, strings.Join(args, " "))
+}
+
+func runCmd(t *testing.T, cmd *exec.Cmd, label string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		err = <-done
+	}
+	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(t0)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	t.Logf("git corral %s: exit %d in %.1fs\nstdout: %s\nstderr: %s", label, r.code, r.took.Seconds(), r.stdout, r.stderr)
+	return r
+}
+
+// newProject makes a git repository owned by the test user and returns its path.
+func newProject(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(e2eBase, "projects", name)
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := chown(dir); err != nil {
+		t.Fatal(err)
+	}
+	r := runCmd(t, asUser([]string{"sh", "-c", "cd " + dir + " && git init -q . && echo hello > README"}), "git init")
+	if r.code != 0 {
+		t.Fatalf("git init failed: %s", r.stderr)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// limactl runs the pinned limactl as the test user against the suite's LIMA_HOME.
+func limactl(args ...string) (string, error) {
+	lc := "/usr/local/lib/git-corral/lima/bin/limactl"
+	if p := os.Getenv("CORRAL_LIMACTL"); p != "" {
+		lc = p
+	}
+	cmd := asUser(append([]string{lc, "--tty=false"}, args...), "LIMA_HOME="+filepath.Join(suite.home, "lima"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// sweep stops and deletes every box under the suite's LIMA_HOME: leftovers of a killed run.
+func sweep() {
+	lc := "/usr/local/lib/git-corral/lima/bin/limactl"
+	if p := os.Getenv("CORRAL_LIMACTL"); p != "" {
+		lc = p
+	}
+	b, err := asUser([]string{lc, "--tty=false", "list", "--format", "{{.Name}}"}, "LIMA_HOME="+filepath.Join(suite.home, "lima")).Output()
+	if err != nil {
+		return
+	}
+	out := string(b)
+	for _, n := range strings.Fields(out) {
+		fmt.Fprintf(os.Stderr, "e2e: sweeping box %s\n", n)
+		_, _ = limactl("stop", "--force", n)
+		_, _ = limactl("delete", "--force", n)
+	}
+}
+
+// cleanupBox stops and deletes box at the end of the test, whatever happened.
+func cleanupBox(t *testing.T, box string) {
+	t.Cleanup(func() {
+		_, _ = limactl("stop", "--force", box)
+		if out, err := limactl("delete", "--force", box); err != nil && !strings.Contains(out, "not exist") {
+			t.Logf("delete %s: %v: %s", box, err, out)
+		}
+	})
+}
+
+// listEntry is one line of git corral list --json.
+type listEntry struct {
+	Box    string `json:"box"`
+	Status string `json:"status"`
+	Drift  bool   `json:"drift"`
+}
+
+func list(t *testing.T, dir string) []listEntry {
+	t.Helper()
+	r := corral(t, dir, nil, "list", "--json")
+	if r.code != 0 {
+		t.Fatalf("list --json: exit %d: %s", r.code, r.stderr)
+	}
+	var l []listEntry
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+		t.Fatalf("list --json: %v: %s", err, r.stdout)
+	}
+	return l
+}
+
+func boxName(t *testing.T, dir string) string {
+	t.Helper()
+	r := corral(t, dir, nil, "info", "--json")
+	var info struct {
+		Box string `json:"box"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.Box == "" {
+		t.Fatalf("info --json: %v: %s", err, r.stdout)
+	}
+	return info.Box
+}

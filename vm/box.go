@@ -1,0 +1,277 @@
+package vm
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lima-vm/lima/pkg/store"
+
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/atomicfile"
+)
+
+// TCGQemu is the QEMU binary plus the arguments that force software emulation; Lima reads it
+// from $QEMU_SYSTEM_X86_64 (MACHINE.md: Lima always asks for KVM on Linux).
+const TCGQemu = "qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
+
+// ErrRoot is returned when git corral is run as root: limactl refuses it.
+var ErrRoot = errors.New("limactl refuses to run as root, so git corral cannot manage boxes as root")
+
+// ErrNoBox is returned when a box does not exist and may not be created.
+var ErrNoBox = errors.New("box does not exist")
+
+// Manager runs limactl for the boxes under one $CORRAL_HOME.
+type Manager struct {
+	// Limactl is the limactl binary.
+	Limactl string
+	// Home is git corral's state directory; LIMA_HOME is Home.LimaHome().
+	Home home.Home
+	// TCG forces software emulation for the boxes this manager starts.
+	TCG bool
+}
+
+// NewManager returns a Manager and points this process's LIMA_HOME at h.LimaHome(), which Lima's
+// Go packages (store, limayaml) read from the environment. It refuses root.
+func NewManager(limactl string, h home.Home) (*Manager, error) {
+	if os.Geteuid() == 0 {
+		return nil, ErrRoot
+	}
+	if err := h.MkdirAll(h.LimaHome()); err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("LIMA_HOME", h.LimaHome()); err != nil {
+		return nil, err
+	}
+	return &Manager{Limactl: limactl, Home: h}, nil
+}
+
+// command returns a limactl command with git corral's environment.
+func (m *Manager) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, m.Limactl, append([]string{"--tty=false"}, args...)...)
+	env := []string{"LIMA_HOME=" + m.Home.LimaHome()}
+	if m.TCG {
+		env = append(env, "QEMU_SYSTEM_X86_64="+TCGQemu)
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != "LIMA_HOME" && k != "QEMU_SYSTEM_X86_64" && k != "LIMA_INSTANCE" {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// Status is a box's state as Lima sees it.
+type Status struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // Running, Stopped, Broken, … or "" when it does not exist
+	Dir    string `json:"dir"`
+	// SSHConfig is the instance's ssh.config.
+	SSHConfig string   `json:"sshConfig"`
+	Errors    []string `json:"errors,omitempty"`
+}
+
+// Exists reports whether the box has a Lima instance.
+func (s Status) Exists() bool { return s.Status != "" }
+
+// Inspect returns the box's state through Lima's store package.
+func (m *Manager) Inspect(box string) (Status, error) {
+	inst, err := store.Inspect(box)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Status{Name: box}, nil
+	}
+	if err != nil {
+		return Status{}, fmt.Errorf("inspect box %q: %w", box, err)
+	}
+	s := Status{Name: box, Status: inst.Status, Dir: inst.Dir, SSHConfig: inst.SSHConfigFile}
+	for _, e := range inst.Errors {
+		s.Errors = append(s.Errors, e.Error())
+	}
+	return s, nil
+}
+
+// Boxes lists every box under LIMA_HOME.
+func (m *Manager) Boxes() ([]Status, error) {
+	names, err := store.Instances()
+	if err != nil {
+		return nil, fmt.Errorf("list boxes: %w", err)
+	}
+	var out []Status
+	for _, n := range names {
+		s, err := m.Inspect(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Meta is what git corral records about a box, in $CORRAL_HOME/boxes/<box>.json.
+type Meta struct {
+	Box          string    `json:"box"`
+	Project      string    `json:"project"`
+	Created      time.Time `json:"created"`
+	TemplateHash string    `json:"templateHash"`
+	Image        string    `json:"image"`
+	MountType    string    `json:"mountType"`
+	TCG          bool      `json:"tcg"`
+	Network      string    `json:"network"`
+}
+
+// TemplateHash names a rendered template; a box whose template hash differs has drifted.
+func TemplateHash(tmpl []byte) string {
+	s := sha256.Sum256(tmpl)
+	return hex.EncodeToString(s[:8])
+}
+
+// ReadMeta reads a box's metadata.
+func (m *Manager) ReadMeta(box string) (Meta, error) {
+	var meta Meta
+	b, err := os.ReadFile(m.Home.BoxMeta(box))
+	if err != nil {
+		return meta, err
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return meta, fmt.Errorf("read box metadata %s: %w", m.Home.BoxMeta(box), err)
+	}
+	return meta, nil
+}
+
+// WriteMeta writes a box's metadata atomically.
+func (m *Manager) WriteMeta(meta Meta) error {
+	p := m.Home.BoxMeta(meta.Box)
+	if err := m.Home.MkdirAll(filepath.Dir(p)); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(p, append(b, '\n'), 0o600)
+}
+
+// LogPath is where git corral keeps limactl's output for a box.
+func (m *Manager) LogPath(box string) string {
+	return filepath.Join(m.Home.Logs(), "box-"+box+".log")
+}
+
+// Create makes the box's instance from tmpl without booting it (Lima copies the image).
+func (m *Manager) Create(ctx context.Context, box string, tmpl []byte, p *Progress) error {
+	dir := filepath.Join(m.Home.Dir, "boxes")
+	if err := m.Home.MkdirAll(dir); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, box+".yaml")
+	if err := atomicfile.Write(path, tmpl, 0o600); err != nil {
+		return err
+	}
+	p.Phase("copy image")
+	return m.run(ctx, box, p, "create", "--name", box, path)
+}
+
+// Start boots an existing box and waits until Lima reports it READY.
+func (m *Manager) Start(ctx context.Context, box string, p *Progress) error {
+	p.Phase("boot")
+	return m.run(ctx, box, p, "start", "--timeout", "20m", box)
+}
+
+// Stop shuts a box down.
+func (m *Manager) Stop(ctx context.Context, box string) error {
+	return m.run(ctx, box, nil, "stop", box)
+}
+
+// Delete removes a box's instance (stopping it first) and its metadata.
+func (m *Manager) Delete(ctx context.Context, box string) error {
+	if err := m.run(ctx, box, nil, "delete", "--force", box); err != nil {
+		return err
+	}
+	for _, p := range []string{m.Home.BoxMeta(box), filepath.Join(m.Home.Dir, "boxes", box+".yaml")} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete box %q: %w", box, err)
+		}
+	}
+	return nil
+}
+
+// run runs limactl, appending its output to the box's log and turning Lima's messages into
+// progress phases.
+func (m *Manager) run(ctx context.Context, box string, p *Progress, args ...string) error {
+	if err := m.Home.MkdirAll(m.Home.Logs()); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(m.LogPath(box), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open box log: %w", err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "--- %s limactl %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(args, " "))
+	cmd := m.command(ctx, args...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	last := make(chan string, 1)
+	go func() {
+		var tail []string
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(logf, line)
+			if ph := limaPhase(line); ph != "" {
+				p.Phase(ph)
+			}
+			if strings.Contains(line, "level=error") || strings.Contains(line, "level=fatal") {
+				tail = append(tail, limaMsg(line))
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+		last <- strings.Join(tail, "; ")
+	}()
+	err = cmd.Run()
+	pw.Close()
+	msg := <-last
+	if err != nil {
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("limactl %s %s: %s (log: %s)", args[0], box, msg, m.LogPath(box))
+	}
+	return nil
+}
+
+// limaPhase maps a line of limactl's log to a progress phase, or "".
+func limaPhase(line string) string {
+	msg := strings.TrimPrefix(limaMsg(line), "[hostagent] ")
+	switch {
+	case strings.HasPrefix(msg, "Waiting for the essential requirement 1 of"):
+		return "waiting for SSH"
+	case strings.Contains(msg, `"boot scripts must have finished"`) && strings.HasPrefix(msg, "Waiting"):
+		return "provisioning"
+	}
+	return ""
+}
+
+// limaMsg extracts msg="…" from a logrus text line.
+func limaMsg(line string) string {
+	_, after, ok := strings.Cut(line, `msg="`)
+	if !ok {
+		return line
+	}
+	if i := strings.LastIndex(after, `"`); i >= 0 {
+		after = after[:i]
+	}
+	return strings.ReplaceAll(after, `\"`, `"`)
+}

@@ -1,0 +1,155 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/lima-vm/lima/pkg/limayaml"
+	"github.com/lima-vm/lima/pkg/store"
+
+	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/provision"
+)
+
+// BoxSpec is what Ensure needs to create or boot one box.
+type BoxSpec struct {
+	Box        string
+	ProjectDir string
+	Config     *policy.Config
+	Bundle     provision.Bundle
+	// Create allows creating the box when it does not exist.
+	Create bool
+	// Confirm, when set, is asked before a box is created; false refuses.
+	Confirm func() (bool, error)
+	// Progress shows the phases of creation and boot.
+	Progress *Progress
+	// Notice prints one-line notices (software emulation, waiting for a lock).
+	Notice func(string)
+}
+
+// ErrDeclined is returned when the user answers no to creating a box.
+var ErrDeclined = errors.New("box creation declined")
+
+// Rendered is a box's template and what it was made from.
+type Rendered struct {
+	YAML      []byte
+	Hash      string
+	Image     Image
+	MountType string
+}
+
+// RenderBox renders and validates spec's template the way Ensure would, with tcg as given.
+func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Rendered, error) {
+	img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv))
+	if err != nil {
+		return Rendered{}, err
+	}
+	mt := MountTypeLinux(ctx)
+	y, err := Render(TemplateOptions{
+		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: spec.ProjectDir,
+		Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
+	})
+	if err != nil {
+		return Rendered{}, err
+	}
+	b, err := Marshal(y)
+	if err != nil {
+		return Rendered{}, err
+	}
+	if err := Validate(b, filepath.Join(m.Home.Dir, "boxes", spec.Box+".yaml")); err != nil {
+		return Rendered{}, err
+	}
+	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt}, nil
+}
+
+// DecideTCG runs (or reads) the KVM probe for img and sets m.TCG, printing the one-line notice
+// when software emulation is used.
+func (m *Manager) DecideTCG(ctx context.Context, img Image, notice func(string)) KVMResult {
+	r := ProbeKVM(ctx, img, filepath.Join(m.Home.Dir, "kvm-probe.json"))
+	m.TCG = !r.Usable
+	if m.TCG && notice != nil {
+		notice(fmt.Sprintf("KVM is not usable here (%s): the box runs under software emulation (TCG) and is slower", r.Reason))
+	}
+	return r
+}
+
+// Ensure makes spec's box exist and run, creating it when allowed, under the box lock. It
+// returns the running box's state.
+func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
+	unlock, err := m.Lock(ctx, spec.Box, func() {
+		if spec.Notice != nil {
+			spec.Notice(fmt.Sprintf("waiting for another git corral working on box %s", spec.Box))
+		}
+	})
+	if err != nil {
+		return Status{}, err
+	}
+	defer unlock()
+	st, err := m.Inspect(spec.Box)
+	if err != nil {
+		return Status{}, err
+	}
+	switch st.Status {
+	case store.StatusRunning:
+		return st, nil
+	case "":
+		if err := m.create(ctx, spec); err != nil {
+			return Status{}, err
+		}
+	case store.StatusStopped:
+		if meta, err := m.ReadMeta(spec.Box); err == nil {
+			m.TCG = meta.TCG
+			if meta.TCG && spec.Notice != nil {
+				spec.Notice("the box runs under software emulation (TCG, KVM not usable here) and is slower")
+			}
+		} else if img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv)); err == nil {
+			m.DecideTCG(ctx, img, spec.Notice)
+		}
+	default:
+		return Status{}, fmt.Errorf("box %s is %s: %v", spec.Box, st.Status, st.Errors)
+	}
+	err = m.Start(ctx, spec.Box, spec.Progress)
+	spec.Progress.Done("box "+spec.Box, err)
+	if err != nil {
+		return Status{}, err
+	}
+	return m.Inspect(spec.Box)
+}
+
+// create asks, renders, creates the instance and records its metadata.
+func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
+	if !spec.Create {
+		return fmt.Errorf("%w: %s", ErrNoBox, spec.Box)
+	}
+	if spec.Confirm != nil {
+		ok, err := spec.Confirm()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrDeclined
+		}
+	}
+	img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv))
+	if err != nil {
+		return err
+	}
+	m.DecideTCG(ctx, img, spec.Notice)
+	r, err := m.RenderBox(ctx, spec, m.TCG)
+	if err != nil {
+		return err
+	}
+	if err := m.Create(ctx, spec.Box, r.YAML, spec.Progress); err != nil {
+		spec.Progress.Done("box "+spec.Box, err)
+		return err
+	}
+	return m.WriteMeta(Meta{
+		Box: spec.Box, Project: spec.ProjectDir, Created: time.Now().UTC().Truncate(time.Second),
+		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
+	})
+}

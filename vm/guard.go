@@ -1,0 +1,58 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/provision"
+)
+
+// ErrGuard is returned when the guest's guard check refuses a session.
+var ErrGuard = errors.New("guard check failed")
+
+// GuardOutcome is what CheckGuards decided.
+type GuardOutcome struct {
+	// Report is the guard check's answer; zero when the check is absent.
+	Report provision.GuardReport
+	// Absent is true when the box has no guard check and none was expected (full mode, empty
+	// bundle): the session runs unguarded and the caller says so.
+	Absent bool
+}
+
+// Outputter is the part of the session client CheckGuards needs.
+type Outputter interface {
+	Output(ctx context.Context, argv []string) ([]byte, int, error)
+}
+
+// CheckGuards runs the guest's guard check (provision.GuardCheckArgv) in one round trip and
+// refuses the session, naming each failing guard, unless every guard holds. A missing or
+// unreadable guard check refuses in broker and offline modes, and whenever the box's bundle
+// rendered guest scripts (their guards were supposed to be there). Only a full-mode box with an
+// empty bundle — nothing was rendered, so nothing can be checked — runs without one, and the
+// outcome says so.
+func CheckGuards(ctx context.Context, c Outputter, network policy.Network, bundle provision.Bundle) (GuardOutcome, error) {
+	argv := provision.GuardCheckArgv()
+	out, code, err := c.Output(ctx, argv)
+	if err != nil {
+		return GuardOutcome{}, fmt.Errorf("run guard check %s: %w", strings.Join(argv, " "), err)
+	}
+	rep, perr := provision.ParseGuardReport(out)
+	if perr != nil {
+		if network == policy.NetworkFull && len(bundle.Scripts) == 0 {
+			return GuardOutcome{Absent: true}, nil
+		}
+		return GuardOutcome{}, fmt.Errorf("%w: the guard check %s is missing or unreadable in the box (exit %d), so the %s-mode guards cannot be verified",
+			ErrGuard, argv[len(argv)-1], code, network)
+	}
+	if !rep.OK || code != 0 {
+		f := rep.Failures
+		if len(f) == 0 {
+			f = []string{fmt.Sprintf("guard check exited %d without naming a guard", code)}
+		}
+		return GuardOutcome{Report: rep}, fmt.Errorf("%w: %s", ErrGuard, strings.Join(f, "; "))
+	}
+	return GuardOutcome{Report: rep}, nil
+}

@@ -1,0 +1,165 @@
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/lima-vm/lima/pkg/limayaml"
+
+	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/provision"
+)
+
+// Host operating systems a template can be rendered for.
+const (
+	HostLinux  = "linux"
+	HostDarwin = "darwin"
+)
+
+// TemplateOptions is everything a box's Lima template is made from.
+type TemplateOptions struct {
+	// HostOS is HostLinux (vmType qemu) or HostDarwin (vmType vz, virtiofs).
+	HostOS string
+	// Arch is the guest architecture, a Lima arch name such as "x86_64".
+	Arch string
+	// ProjectDir is the project's real path, mounted at the same path in the guest.
+	ProjectDir string
+	// Config is the effective configuration of the box.
+	Config *policy.Config
+	// Bundle is the guest provisioning rendered by package provision.
+	Bundle provision.Bundle
+	// Image is the base image.
+	Image Image
+	// MountType is the Linux mount type (MountTypeLinux); ignored on macOS.
+	MountType string
+	// TCG selects software emulation: cpuType max (MACHINE.md).
+	TCG bool
+}
+
+// kernelCmdline boots the recipe's bare ext4 root filesystem directly.
+const kernelCmdline = "root=/dev/vda rw console=ttyS0 net.ifnames=0"
+
+// Render builds the box's Lima template from Lima's own types. It never interpolates text into
+// YAML: every value goes into a typed field and Lima's marshaller quotes it.
+func Render(o TemplateOptions) (*limayaml.LimaYAML, error) {
+	if err := checkOptions(o); err != nil {
+		return nil, err
+	}
+	c := o.Config
+	y := &limayaml.LimaYAML{
+		OS:         ptr(limayaml.LINUX),
+		Arch:       ptr(o.Arch),
+		CPUs:       ptr(c.CPUs),
+		Memory:     ptr(c.Memory),
+		Disk:       ptr(c.Disk),
+		Images:     []limayaml.Image{image(o)},
+		Mounts:     []limayaml.Mount{{Location: o.ProjectDir, MountPoint: ptr(o.ProjectDir), Writable: ptr(!c.ReadonlyProject)}},
+		SSH:        limayaml.SSH{LocalPort: ptr(0), LoadDotSSHPubKeys: ptr(false), ForwardAgent: ptr(false), ForwardX11: ptr(false), ForwardX11Trusted: ptr(false)},
+		Containerd: limayaml.Containerd{System: ptr(false), User: ptr(false)},
+		Video:      limayaml.Video{Display: ptr("none")},
+		// Ignore every guest port: nothing in the box is published on the host by itself.
+		PortForwards: []limayaml.PortForward{{
+			GuestIP: []byte{0, 0, 0, 0}, GuestPortRange: [2]int{1, 65535}, HostPortRange: [2]int{1, 65535},
+			Proto: limayaml.ProtoAny, Ignore: true,
+		}},
+		HostResolver:      limayaml.HostResolver{Enabled: ptr(c.Network == policy.NetworkFull)},
+		PropagateProxyEnv: ptr(false),
+		UpgradePackages:   ptr(false),
+		Provision:         provisionEntries(o.Bundle),
+	}
+	switch o.HostOS {
+	case HostLinux:
+		y.VMType = ptr(limayaml.QEMU)
+		y.MountType = ptr(o.MountType)
+		y.Firmware = limayaml.Firmware{LegacyBIOS: ptr(true)}
+		if o.TCG {
+			y.CPUType = limayaml.CPUType{o.Arch: "max"}
+		}
+	case HostDarwin:
+		y.VMType = ptr(limayaml.VZ)
+		y.MountType = ptr(limayaml.VIRTIOFS)
+	}
+	return y, nil
+}
+
+// checkOptions refuses options Lima would misread or that would widen the box.
+func checkOptions(o TemplateOptions) error {
+	var errs []error
+	if o.HostOS != HostLinux && o.HostOS != HostDarwin {
+		errs = append(errs, fmt.Errorf("render template: host OS %q is not %q or %q", o.HostOS, HostLinux, HostDarwin))
+	}
+	if o.Config == nil {
+		return errors.New("render template: no configuration")
+	}
+	if !filepath.IsAbs(o.ProjectDir) || filepath.Clean(o.ProjectDir) != o.ProjectDir {
+		errs = append(errs, fmt.Errorf("render template: project path %q must be absolute and clean", o.ProjectDir))
+	}
+	for name, v := range map[string]string{"project path": o.ProjectDir, "image": o.Image.Dir, "memory": o.Config.Memory, "disk": o.Config.Disk} {
+		if strings.ContainsAny(v, "\x00\n\r") {
+			errs = append(errs, fmt.Errorf("render template: %s %q contains a newline or NUL", name, v))
+		}
+	}
+	if o.HostOS == HostLinux && o.MountType != limayaml.NINEP && o.MountType != limayaml.REVSSHFS && o.MountType != limayaml.VIRTIOFS {
+		errs = append(errs, fmt.Errorf("render template: mount type %q is not 9p, reverse-sshfs or virtiofs", o.MountType))
+	}
+	if o.Config.CPUs < 1 {
+		errs = append(errs, fmt.Errorf("render template: cpus = %d must be at least 1", o.Config.CPUs))
+	}
+	for i, s := range o.Bundle.Scripts {
+		if s.Mode != provision.ModeSystem && s.Mode != provision.ModeUser {
+			errs = append(errs, fmt.Errorf("render template: provision script %d %q: mode %q is not system or user", i, s.Name, s.Mode))
+		}
+		if strings.TrimSpace(s.Body) == "" || strings.ContainsRune(s.Body, 0) {
+			errs = append(errs, fmt.Errorf("render template: provision script %d %q is empty or contains NUL", i, s.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// image is the locally built image: disk, kernel and initrd booted directly.
+func image(o TemplateOptions) limayaml.Image {
+	img := limayaml.Image{File: limayaml.File{Location: o.Image.Disk(), Arch: o.Arch}}
+	img.Kernel = &limayaml.Kernel{File: limayaml.File{Location: o.Image.Kernel(), Arch: o.Arch}, Cmdline: kernelCmdline}
+	img.Initrd = &limayaml.File{Location: o.Image.Initrd(), Arch: o.Arch}
+	return img
+}
+
+// provisionEntries turns the bundle into Lima provision entries, in order.
+func provisionEntries(b provision.Bundle) []limayaml.Provision {
+	var out []limayaml.Provision
+	for _, s := range b.Scripts {
+		mode := limayaml.ProvisionModeSystem
+		if s.Mode == provision.ModeUser {
+			mode = limayaml.ProvisionModeUser
+		}
+		out = append(out, limayaml.Provision{Mode: mode, Script: s.Body})
+	}
+	return out
+}
+
+// Marshal returns the template as YAML, the bytes limactl is given.
+func Marshal(y *limayaml.LimaYAML) ([]byte, error) {
+	b, err := limayaml.Marshal(y, false)
+	if err != nil {
+		return nil, fmt.Errorf("marshal template: %w", err)
+	}
+	return b, nil
+}
+
+// Validate loads b as limactl would (filling Lima's defaults) and runs Lima's own validator.
+// path is where the template will be written. Lima reads $LIMA_HOME/_config for defaults, so
+// callers set LIMA_HOME first.
+func Validate(b []byte, path string) error {
+	y, err := limayaml.Load(b, path)
+	if err != nil {
+		return fmt.Errorf("load template %s: %w", path, err)
+	}
+	if err := limayaml.Validate(y, false); err != nil {
+		return fmt.Errorf("validate template %s: %w", path, err)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
