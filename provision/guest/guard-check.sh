@@ -1,0 +1,178 @@
+#!/bin/sh
+# git corral guard check. Installed root-owned at /usr/local/libexec/corral/guard-check and run
+# through sudo with no arguments before every session; prints one JSON document
+# {"ok","mode","failures"} and exits 0 only when every guard of this box's mode holds.
+# "guard-check network" or "guard-check privileges" checks one part (used by the boot scripts).
+# Values below were fixed when the box was rendered; nothing is read from the environment.
+set -u
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+LC_ALL=C
+export LC_ALL
+umask 077
+
+MODE={{.Mode}}
+BOX_USER={{.User}}
+PROJECT_DIR={{.ProjectDir}}
+RULESET=/etc/corral/lockdown.nft
+RULESET_SHA256={{.RulesetSHA256}}
+UNIT=/etc/systemd/system/corral-lockdown.service
+UNIT_SHA256={{.UnitSHA256}}
+SUDOERS=/etc/sudoers.d/zz-corral
+SUDOERS_SHA256={{.SudoersSHA256}}
+SHADOW_EXPECTED={{.ShadowExpected}}
+SHADOW_EXPECT=/run/corral/shadow.expect
+# Groups that are root or reach root (sudo, admin, wheel, root: sudo/polkit rules; disk: raw
+# block devices; docker, lxd, incus-admin, libvirt: container or VM sockets; shadow: password
+# hashes; staff: /usr/local on older Debian) and groups the box has no use for that widen what
+# it can read or touch (adm, systemd-journal: every log; kvm: /dev/kvm).
+FORBIDDEN_GROUPS="root sudo admin wheel disk docker lxd incus-admin incus libvirt libvirt-qemu shadow staff adm systemd-journal kvm"
+# Container and VM manager sockets that hand out root to whoever may write them.
+SOCKETS="/run/docker.sock /var/run/docker.sock /run/containerd/containerd.sock /run/podman/podman.sock /run/incus/unix.socket /var/lib/incus/unix.socket /var/lib/lxd/unix.socket /var/snap/lxd/common/lxd/unix.socket /run/libvirt/libvirt-sock /var/run/libvirt/libvirt-sock /run/buildkit/buildkitd.sock /run/crio/crio.sock"
+
+failures=""
+fail() {
+	# JSON string: drop control characters, escape backslash and double quote.
+	s=$(printf '%s' "$1" | tr -d '\000-\037\177' | sed 's/\\/\\\\/g; s/"/\\"/g')
+	failures="${failures}${failures:+,}\"$s\""
+}
+
+sha256_of() {
+	sha256sum <"$1" 2>/dev/null | cut -d' ' -f1
+}
+
+check_network() {
+	[ "$MODE" = full ] && return 0
+	[ "$(sha256_of "$RULESET")" = "$RULESET_SHA256" ] || fail "lockdown ruleset $RULESET is missing or differs from the rendered one"
+	[ "$(sha256_of "$UNIT")" = "$UNIT_SHA256" ] || fail "boot unit $UNIT is missing or differs from the rendered one"
+	[ -L /etc/systemd/system/sysinit.target.wants/corral-lockdown.service ] || fail "boot unit corral-lockdown.service is not enabled"
+	if ! live=$(nft list ruleset 2>/dev/null); then
+		fail "cannot list the live nftables ruleset"
+		return 0
+	fi
+	# The expected listing comes from loading the rendered file into an empty network
+	# namespace with the same nft and kernel, so the two listings compare byte for byte.
+	# shellcheck disable=SC2016
+	if ! want=$(unshare --net -- sh -c 'nft -f "$1" && nft list ruleset' sh "$RULESET" 2>/dev/null); then
+		fail "cannot load $RULESET into a scratch network namespace"
+		return 0
+	fi
+	if [ -z "$want" ] || [ "$live" != "$want" ]; then
+		fail "live nftables ruleset differs from $RULESET"
+	fi
+}
+
+check_groups() {
+	if ! uid=$(id -u "$BOX_USER" 2>/dev/null); then
+		fail "box user $BOX_USER does not exist"
+		return 0
+	fi
+	[ "$uid" != 0 ] || fail "box user $BOX_USER has uid 0"
+	others=$(awk -F: '$3 == 0 && $1 != "root" { printf "%s ", $1 }' /etc/passwd)
+	[ -z "$others" ] || fail "accounts other than root have uid 0: $others"
+	for g in $(id -nG "$BOX_USER"); do
+		case " $FORBIDDEN_GROUPS " in *" $g "*) fail "box user is in group $g" ;; esac
+	done
+	# Processes started before the drop keep their old groups.
+	pids=$(held_groups "$uid" | tr '\n' ' ')
+	[ -z "$pids" ] || fail "processes of the box user still hold a root-equivalent group: $pids"
+}
+
+# held_groups prints the pid of every process of uid holding a forbidden group. One pass over
+# /proc through cat, which goes on past processes that exit meanwhile.
+held_groups() {
+	bad=" "
+	for g in $FORBIDDEN_GROUPS; do
+		gid=$(getent group "$g" | cut -d: -f3)
+		[ -z "$gid" ] || bad="$bad$gid "
+	done
+	cat /proc/[0-9]*/status 2>/dev/null | awk -v uid="$1" -v bad="$bad" '
+		$1 == "Name:" { mine = 0 }
+		$1 == "Pid:" { pid = $2 }
+		$1 == "Uid:" { mine = ($2 == uid || $3 == uid || $4 == uid || $5 == uid) }
+		$1 == "Groups:" && mine { for (i = 2; i <= NF; i++) if (index(bad, " " $i " ")) { print pid; break } }'
+}
+
+check_sudo() {
+	for f in /etc/sudoers.d/90-cloud-init-users /etc/sudoers.d/90-lima-user; do
+		[ -e "$f" ] && fail "sudoers entry $f is still present"
+	done
+	for f in /etc/sudoers.d/* /etc/sudoers.d/.*; do
+		case "$f" in /etc/sudoers.d/README | "$SUDOERS" | /etc/sudoers.d/. | /etc/sudoers.d/.. | '/etc/sudoers.d/*' | '/etc/sudoers.d/.*') ;;
+		*) fail "unexpected sudoers file $f" ;;
+		esac
+	done
+	[ "$(sha256_of "$SUDOERS")" = "$SUDOERS_SHA256" ] || fail "sudoers file $SUDOERS is missing or differs from the rendered one"
+	command -v sudo >/dev/null 2>&1 || return 0
+	# Ask sudo itself whether any of these would run: a shell, anything with arguments, the
+	# guard check with an argument. Each must be refused.
+	for c in "/bin/sh" "/bin/bash -p" "/usr/bin/id" "/usr/bin/env sh" "/usr/local/libexec/corral/guard-check privileges" "/usr/bin/diff -q /etc/shadow /dev/null" "/usr/bin/grep -q x /etc/shadow"; do
+		# shellcheck disable=SC2086
+		if sudo -n -l -U "$BOX_USER" $c >/dev/null 2>&1; then fail "sudo lets the box user run $c"; fi
+		# shellcheck disable=SC2086
+		if sudo -n -l -U "$BOX_USER" -g root $c >/dev/null 2>&1; then fail "sudo lets the box user run $c as group root"; fi
+	done
+}
+
+check_setid() {
+	# A setuid file of the box user's own, or setgid to its own primary group, gives nothing.
+	uid=$(id -u "$BOX_USER" 2>/dev/null) || uid=999999999
+	gid=$(id -g "$BOX_USER" 2>/dev/null) || gid=999999999
+	n=$(find / -xdev -type f \( \( -perm -4000 ! -uid "$uid" \) -o \( -perm -2000 ! -gid "$gid" \) \) \
+		! -path /usr/bin/sudo ! -path /usr/bin/fusermount3 ! -path /usr/bin/fusermount \
+		! -path /usr/lib/dbus-1.0/dbus-daemon-launch-helper -print 2>/dev/null | head -n 20 | tr '\n' ' ')
+	[ -z "$n" ] || fail "setuid or setgid programs remain: $n"
+}
+
+check_paths() {
+	for p in / /usr /usr/local /usr/local/libexec /usr/local/libexec/corral /usr/local/libexec/corral/guard-check \
+		/etc /etc/corral /etc/sudoers /etc/sudoers.d /etc/systemd/system; do
+		st=$(stat -c '%u %a' "$p" 2>/dev/null) || { fail "root-run path $p is missing"; continue; }
+		owner=${st% *}
+		mode=${st#* }
+		[ "$owner" = 0 ] || fail "root-run path $p is not owned by root"
+		case "$mode" in *[2367]? | *[2367]) fail "root-run path $p is writable by group or others" ;; esac
+	done
+	for s in $SOCKETS; do
+		[ -S "$s" ] && runuser -u "$BOX_USER" -- test -w "$s" && fail "box user can use container socket $s"
+	done
+	if [ -n "$PROJECT_DIR" ] && mountpoint -q "$PROJECT_DIR"; then
+		case ",$(findmnt -no OPTIONS "$PROJECT_DIR" | tail -n 1)," in *,nosuid,*) ;; *) fail "project mount $PROJECT_DIR allows setuid" ;; esac
+	fi
+}
+
+check_privileges() {
+	[ "$MODE" = full ] && return 0
+	check_groups
+	check_sudo
+	check_setid
+	check_paths
+}
+
+check_shadow() {
+	[ "$SHADOW_EXPECTED" = 1 ] || return 0
+	if [ ! -f "$SHADOW_EXPECT" ] || [ "$(stat -c %u "$SHADOW_EXPECT")" != 0 ]; then
+		fail "git shadow expectations $SHADOW_EXPECT are missing or not owned by root"
+		return 0
+	fi
+	while IFS= read -r mp; do
+		[ -n "$mp" ] || continue
+		mountpoint -q "$mp" || fail "git shadow mount $mp is not in place"
+	done <"$SHADOW_EXPECT"
+}
+
+case "${1:-}" in
+"") check_network; check_privileges; check_shadow ;;
+network) check_network ;;
+privileges) check_privileges ;;
+held-groups)
+	held_groups "$(id -u "$BOX_USER")"
+	exit 0
+	;;
+*) fail "unknown guard check part $1" ;;
+esac
+
+ok=true
+[ -z "$failures" ] || ok=false
+printf '{"ok":%s,"mode":"%s","failures":[%s]}\n' "$ok" "$MODE" "$failures"
+[ "$ok" = true ]
