@@ -72,3 +72,6 @@ func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// SHA256Hex is the hex SHA-256 of s, as manifests and the guard check name files.
+func SHA256Hex(s string) string { return sha256Hex(s) }

@@ -31,6 +31,8 @@ func commands() []*command {
 		{name: "run", summary: "run one command in the box", define: defineRun, stopAtFirstArg: true},
 		{name: "shell", summary: "open a login shell in the box, in the project directory", define: defineShell},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
+		{name: "review", summary: "show the repository's provision scripts and packages; approve them", define: defineReview},
+		{name: "provision", summary: "write the guest scripts this repository's box would get", define: defineProvision, verbs: []string{"render"}},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},
 		{name: "completion", summary: "print a shell completion script (bash, zsh, fish)", define: defineCompletion, verbs: []string{"bash", "zsh", "fish"}},
 		{name: "help", summary: "show help for a command", define: defineHelp},
