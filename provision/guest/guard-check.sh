@@ -78,8 +78,10 @@ check_groups() {
 	[ -z "$pids" ] || fail "processes of the box user still hold a root-equivalent group: $pids"
 }
 
-# held_groups prints the pid of every process of uid holding a forbidden group. One pass over
-# /proc through cat, which goes on past processes that exit meanwhile.
+# held_groups prints the pid of every process running as uid (effective) that holds a forbidden
+# group, as its effective or a supplementary group. (A setuid program such as sudo, which runs
+# with effective uid 0, is the setid allow-list's business.) One pass over /proc through cat,
+# which goes on past processes that exit meanwhile.
 held_groups() {
 	bad=" "
 	for g in $FORBIDDEN_GROUPS; do
@@ -89,7 +91,8 @@ held_groups() {
 	cat /proc/[0-9]*/status 2>/dev/null | awk -v uid="$1" -v bad="$bad" '
 		$1 == "Name:" { mine = 0 }
 		$1 == "Pid:" { pid = $2 }
-		$1 == "Uid:" { mine = ($2 == uid || $3 == uid || $4 == uid || $5 == uid) }
+		$1 == "Uid:" { mine = ($3 == uid) }
+		$1 == "Gid:" && mine && index(bad, " " $3 " ") { print pid; mine = 0 }
 		$1 == "Groups:" && mine { for (i = 2; i <= NF; i++) if (index(bad, " " $i " ")) { print pid; break } }'
 }
 
