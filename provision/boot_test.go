@@ -93,3 +93,28 @@ echo "GUARD=$(/usr/local/libexec/corral/guard-check)"
 		t.Errorf("lockdown unit still enabled in full mode\n%s", out)
 	}
 }
+
+// TestRepoScriptRefusesWithoutGuards: Lima runs the next provision script even when an earlier
+// one failed, so a repository script must refuse to run when the lockdown is not in place.
+func TestRepoScriptRefusesWithoutGuards(t *testing.T) {
+	needRoot(t)
+	ns := fmt.Sprintf("cpvnog%d", os.Getpid()%100000)
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	opts := privdropOptions()
+	opts.Repo = []RepoScript{{Path: "scripts/who.sh", Body: []byte("#!/bin/sh\necho RAN >/tmp/ran.out\n")}}
+	g := newGuestRoot(t, opts)
+	// 20-lockdown "failed": the ruleset was never loaded.
+	out, errOut, code := g.run(ns, prepHostile+`
+install -d -o corral -g corral /home/corral/project
+sh /corral/10-base.sh >/dev/null && sh /corral/30-privdrop.sh >/dev/null || exit 90
+sh /corral/50-repo-01-who-sh.sh
+echo "REPO=$?"
+if [ -e /tmp/ran.out ]; then echo SCRIPT_RAN; fi
+`)
+	if code != 0 || !strings.Contains(out, "REPO=1") || strings.Contains(out, "SCRIPT_RAN") || !strings.Contains(errOut, "guards do not hold") {
+		t.Fatalf("exit %d: want the repository script refused\n%s\n%s", code, out, errOut)
+	}
+}

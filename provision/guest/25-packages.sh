@@ -10,6 +10,12 @@ MODE={{.Mode}}
 PROXY={{.Proxy}}
 set -- {{.Packages}}
 
+# Lima goes on to the next provision script when one fails: no apt without the lockdown.
+if ! report=$(/usr/local/libexec/corral/guard-check network); then
+	echo "corral: the $MODE lockdown does not hold, not installing packages: $report" >&2
+	exit 1
+fi
+
 missing=""
 for p in "$@"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

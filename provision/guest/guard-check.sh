@@ -38,7 +38,7 @@ fail() {
 }
 
 sha256_of() {
-	sha256sum <"$1" 2>/dev/null | cut -d' ' -f1
+	{ sha256sum <"$1"; } 2>/dev/null | cut -d' ' -f1
 }
 
 check_network() {

@@ -19,6 +19,13 @@ chmod 0755 "$tmp"
 mv -f "$tmp" "$SCRIPT"
 [ "$(sha256sum <"$SCRIPT" | cut -d' ' -f1)" = {{.SHA256}} ] || { echo "corral: $SCRIPT does not match its approval" >&2; exit 1; }
 
+# Lima goes on to the next provision script when one fails: refuse unless every guard of this
+# box's mode holds right now.
+if ! report=$(/usr/local/libexec/corral/guard-check); then
+	echo "corral: guards do not hold, not running $SCRIPT: $report" >&2
+	exit 1
+fi
+
 home=$(getent passwd "$BOX_USER" | cut -d: -f6)
 cd "$PROJECT_DIR"
 if [ "$RUN_AS" = root ]; then
