@@ -7,11 +7,14 @@ package provision
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // setupRoot builds the root inside the namespace and runs $1 (a shell command) chrooted in it.
@@ -83,7 +86,13 @@ func (g *guestRoot) run(ns, cmd string) (string, string, int) {
 	if ns != "" {
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
-	c := exec.Command(argv[0], argv[1:]...)
+	// A hung script must not hang the suite: kill its whole process group after three minutes.
+	ctx, cancel := context.WithTimeout(g.t.Context(), 3*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 5 * time.Second
 	c.Env = append(os.Environ(), "CORRAL_DIR="+g.dir)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb

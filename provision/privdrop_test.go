@@ -1,6 +1,8 @@
 package provision
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -147,5 +149,47 @@ echo "PRIVDROP=$?"
 `)
 	if code != 0 || !strings.Contains(out, "PRIVDROP=1") || !strings.Contains(errOut, "primary group of corral is sudo") {
 		t.Fatalf("exit %d, want PRIVDROP=1 and a message\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestGuardRefusesReverseSSHFS: Lima's reverse-sshfs serves the share with an sftp-server
+// started in the shared directory (sftp-server -d DIR), which confines nothing: a client asks
+// for any absolute path. The test proves that with OpenSSH's own sftp client, then mounts a
+// real fuse.sshfs share and checks the guard check refuses it.
+func TestGuardRefusesReverseSSHFS(t *testing.T) {
+	needRoot(t)
+	for _, tool := range []string{"sshfs", "sftp", "/usr/lib/openssh/sftp-server"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (scripts/setup.sh installs sshfs, openssh-client, openssh-sftp-server)", tool)
+		}
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("needs /dev/fuse for a real sshfs mount")
+	}
+	g := newGuestRoot(t, privdropOptions())
+	out, errOut, code := g.run("", prepHostile+`
+sh /corral/10-base.sh >/dev/null && sh /corral/30-privdrop.sh >/dev/null || exit 90
+mkdir -p /srv/share /srv/private /mnt/share
+echo host-secret >/srv/private/key
+cd /tmp && sftp -q -D '/usr/lib/openssh/sftp-server -d /srv/share' >/dev/null 2>&1 <<'SFTP'
+get /srv/private/key /tmp/stolen
+SFTP
+echo "STOLEN=$(cat /tmp/stolen 2>/dev/null)"
+mkfifo /tmp/to-server /tmp/to-client
+/usr/lib/openssh/sftp-server -d /srv/share </tmp/to-server >/tmp/to-client &
+sshfs -o slave :/srv/share /mnt/share >/tmp/to-server </tmp/to-client &
+i=0; until findmnt -t fuse.sshfs /mnt/share >/dev/null || [ $i -gt 50 ]; do sleep 0.1; i=$((i+1)); done
+/usr/local/libexec/corral/guard-check
+echo "GUARD=$?"
+umount /mnt/share 2>/dev/null; wait
+`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "STOLEN=host-secret") {
+		t.Errorf("sftp-server -d confined the client after all (then reverse-sshfs may be safe): %s", out)
+	}
+	if !strings.Contains(out, "reverse-sshfs mounts reach the whole host filesystem: /mnt/share") || strings.Contains(out, "GUARD=0") {
+		t.Errorf("guard check accepted a reverse-sshfs mount\n%s\n%s", out, errOut)
 	}
 }

@@ -152,6 +152,14 @@ check_privileges() {
 	check_paths
 }
 
+# check_mounts refuses reverse-sshfs in every mode: the host side is an sftp-server that only
+# starts in the shared directory (-d), so whoever drives the guest's sshfs (the box user owns
+# that process) can ask for any path the host user can read or write.
+check_mounts() {
+	sshfs=$(findmnt -rn -t fuse.sshfs -o TARGET 2>/dev/null | head -n 5 | tr '\n' ' ')
+	[ -z "$sshfs" ] || fail "reverse-sshfs mounts reach the whole host filesystem: $sshfs"
+}
+
 check_shadow() {
 	[ "$SHADOW_EXPECTED" = 1 ] || return 0
 	if [ ! -f "$SHADOW_EXPECT" ] || [ "$(stat -c %u "$SHADOW_EXPECT")" != 0 ]; then
@@ -165,7 +173,7 @@ check_shadow() {
 }
 
 case "${1:-}" in
-"") check_network; check_privileges; check_shadow ;;
+"") check_network; check_privileges; check_mounts; check_shadow ;;
 network) check_network ;;
 privileges) check_privileges ;;
 held-groups)
