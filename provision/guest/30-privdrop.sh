@@ -48,7 +48,7 @@ fi
 # fusermount for reverse-sshfs mounts, dbus's activation helper, which only messagebus runs).
 uid=$(id -u "$BOX_USER")
 gid=$(id -g "$BOX_USER")
-find / -xdev -type f \( \( -perm -4000 ! -uid "$uid" \) -o \( -perm -2000 ! -gid "$gid" \) \) \
+find / -xdev \( -path /home -o -path /tmp -o -path /var/tmp \) -prune -o -type f \( \( -perm -4000 ! -uid "$uid" \) -o \( -perm -2000 ! -gid "$gid" \) \) \
 	! -path /usr/bin/sudo ! -path /usr/bin/fusermount3 ! -path /usr/bin/fusermount \
 	! -path /usr/lib/dbus-1.0/dbus-daemon-launch-helper -exec chmod u-s,g-s {} +
 
