@@ -38,11 +38,12 @@ done
 # sudo: the deny-all rule comes last in file order, so it wins over any earlier entry; the
 # known entries are removed as well.
 install -d -m 0755 -o root -g root /etc/sudoers.d
-rm -f /etc/sudoers.d/90-cloud-init-users /etc/sudoers.d/90-lima-user
 {{heredoc "/etc/sudoers.d/zz-corral" "0440" .Sudoers}}
 if command -v visudo >/dev/null 2>&1; then
 	visudo -c -q -f "$SUDOERS" || { rm -f "$SUDOERS"; echo "corral: $SUDOERS does not parse" >&2; exit 1; }
 fi
+# Removed only now, so that Lima's readiness probes never meet a moment without a rule.
+rm -f /etc/sudoers.d/90-cloud-init-users /etc/sudoers.d/90-lima-user
 
 # setuid and setgid programs other than the few the box needs (sudo for the fixed helpers,
 # fusermount for reverse-sshfs mounts, dbus's activation helper, which only messagebus runs).
