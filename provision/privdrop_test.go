@@ -92,6 +92,8 @@ func TestGuardRefusesLeftovers(t *testing.T) {
 		{"other sudoers file", "echo 'corral ALL=(ALL) NOPASSWD: /bin/sh' >/etc/sudoers.d/50-extra && chmod 440 /etc/sudoers.d/50-extra", "unexpected sudoers file /etc/sudoers.d/50-extra"},
 		{"rule after includedir", "echo 'corral ALL=(ALL) NOPASSWD: ALL' >>/etc/sudoers", "sudo lets the box user run /bin/sh"},
 		{"group rule after includedir", "gpasswd -a corral users >/dev/null; echo '%users ALL=(ALL) NOPASSWD: ALL' >>/etc/sudoers", "sudo lets the box user run"},
+		{"narrow grant after includedir", "echo 'corral ALL=(root) NOPASSWD: /usr/bin/id' >>/etc/sudoers", "sudo grants the box user more than the fixed commands"},
+		{"environment kept for root", "echo 'Defaults:corral env_keep += \"LD_PRELOAD\"' >>/etc/sudoers", "sudo defaults let the caller's environment reach root"},
 		{"our sudoers edited", "echo 'corral ALL=(ALL) NOPASSWD: ALL' >>/etc/sudoers.d/zz-corral", "zz-corral is missing or differs"},
 		{"setuid shell", "cp /usr/bin/bash /opt/rootsh && chmod 4755 /opt/rootsh", "setuid or setgid programs remain: /opt/rootsh"},
 		{"setgid shadow", "cp /usr/bin/true /opt/g && chgrp shadow /opt/g && chmod 2755 /opt/g", "setuid or setgid programs remain: /opt/g"},
