@@ -2,7 +2,9 @@
 # Run in the box as the box user. Probes only the slirp gateway (the host's own loopback) and
 # slirp's DNS address, and only after the guard check says the lockdown holds.
 echo "ID=$(id)"
-g=$(sudo -n /usr/local/libexec/corral/guard-check); echo "GUARD=$? $g"
+s=$(date +%s%N)
+g=$(sudo -n /usr/local/libexec/corral/guard-check); rc=$?
+echo "GUARD=$rc $g ($(( ($(date +%s%N) - s) / 1000000 )) ms)"
 case "$g" in '{"ok":true'*) ;; *) echo "guard not ok: no network probes"; exit 1 ;; esac
 sudo -n true 2>/dev/null && echo SUDO=yes || echo SUDO=no
 su -c true root </dev/null >/dev/null 2>&1 && echo SU=yes || echo SU=no
