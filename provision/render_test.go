@@ -151,3 +151,24 @@ func TestHeredocDelimiter(t *testing.T) {
 		t.Error("relative path accepted")
 	}
 }
+
+// TestSudoTailMatchesSudoers keeps the guard check's expected sudo listing in step with the
+// sudoers file it installs (the root tests compare it with sudo's real listing).
+func TestSudoTailMatchesSudoers(t *testing.T) {
+	d, err := prepare(testOptions(policy.NetworkOffline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(d.Sudoers, "\n") {
+		if _, cmd, ok := strings.Cut(line, "NOPASSWD: "); ok {
+			n++
+			if !strings.Contains(d.GuardCheck, "    (root) NOPASSWD: "+cmd+"\n") && !strings.Contains(d.GuardCheck, "    (root) NOPASSWD: "+cmd+"'") {
+				t.Errorf("guard check's SUDO_TAIL lacks %q", cmd)
+			}
+		}
+	}
+	if n != 4 || !strings.Contains(d.Sudoers, "corral ALL=(ALL:ALL) !ALL\n") {
+		t.Errorf("sudoers has %d fixed commands, want 4 after a deny-all rule:\n%s", n, d.Sudoers)
+	}
+}
