@@ -25,8 +25,16 @@ mount -t tmpfs -o mode=0755 tmpfs "$R"
 mkdir -p "$R/etc" "$R/usr" "$R/proc" "$R/dev" "$R/run" "$R/tmp" "$R/var/lib" "$R/home" "$R/root" "$R/opt" "$R/corral" "$R/sys"
 chmod 1777 "$R/tmp"
 # Other programs on the host may be editing /etc meanwhile: lock and temp files vanish under cp.
-cp -a /etc/. "$R/etc/" 2>/dev/null || true
-rm -f "$R"/etc/*.lock
+# A copy taken while useradd runs can pair a new group with an old gshadow: retry until the
+# account files agree with their shadow files.
+names() { cut -d: -f1 "$1" | sort; }
+for try in 1 2 3 4 5; do
+	cp -a /etc/. "$R/etc/" 2>/dev/null || true
+	rm -f "$R"/etc/*.lock
+	[ "$(names "$R/etc/group")" = "$(names "$R/etc/gshadow")" ] && [ "$(names "$R/etc/passwd")" = "$(names "$R/etc/shadow")" ] && break
+	echo "copy $try of /etc was inconsistent, again" >&2
+	sleep 1
+done
 for f in passwd group shadow gshadow sudoers; do [ -s "$R/etc/$f" ] || { echo "copy of /etc/$f missing" >&2; exit 97; }; done
 ln -s usr/bin "$R/bin"; ln -s usr/sbin "$R/sbin"; ln -s usr/lib "$R/lib"; ln -s usr/lib64 "$R/lib64"
 ln -s /run "$R/var/run"

@@ -170,7 +170,7 @@ func TestGuardRefusesReverseSSHFS(t *testing.T) {
 	}
 	g := newGuestRoot(t, privdropOptions())
 	out, errOut, code := g.run("", prepHostile+`
-sh /corral/10-base.sh >/dev/null && sh /corral/30-privdrop.sh >/dev/null || exit 90
+sh /corral/10-base.sh >/dev/null && sh /corral/30-privdrop.sh >/tmp/privdrop.log 2>&1 || { cat /tmp/privdrop.log; exit 90; }
 mkdir -p /srv/share /srv/private /mnt/share
 echo host-secret >/srv/private/key
 cd /tmp && sftp -q -D '/usr/lib/openssh/sftp-server -d /srv/share' >/dev/null 2>&1 <<'SFTP'
