@@ -113,7 +113,7 @@ P=
 `+c.mutate+`
 /usr/local/libexec/corral/guard-check privileges
 echo "GUARD=$?"
-[ -z "$P" ] || kill "$P"
+if [ -n "$P" ]; then kill "$P"; wait "$P" || true; fi
 `)
 			if code != 0 {
 				t.Fatalf("setup failed, exit %d\n%s\n%s", code, out, errOut)

@@ -85,15 +85,17 @@ check_groups() {
 }
 
 # held_groups prints the pid of every process running as uid (effective) that holds a forbidden
-# group, as its effective or a supplementary group. (A setuid program such as sudo, which runs
-# with effective uid 0, is the setid allow-list's business.) One pass over /proc through cat,
+# group, as its effective or a supplementary group; zombies, which can do nothing, are skipped.
+# (A setuid program such as sudo, which runs with effective uid 0, is the setid allow-list's
+# business.) One pass over /proc through cat,
 # which goes on past processes that exit meanwhile.
 held_groups() {
 	bad=$(awk -F: -v names=" $FORBIDDEN_GROUPS " 'index(names, " " $1 " ") { printf " %s", $3 } END { print " " }' /etc/group)
 	cat /proc/[0-9]*/status 2>/dev/null | awk -v uid="$1" -v bad="$bad" '
-		$1 == "Name:" { mine = 0 }
+		$1 == "Name:" { mine = 0; zombie = 0 }
+		$1 == "State:" { zombie = ($2 == "Z") }
 		$1 == "Pid:" { pid = $2 }
-		$1 == "Uid:" { mine = ($3 == uid) }
+		$1 == "Uid:" { mine = ($3 == uid && !zombie) }
 		$1 == "Gid:" && mine && index(bad, " " $3 " ") { print pid; mine = 0 }
 		$1 == "Groups:" && mine { for (i = 2; i <= NF; i++) if (index(bad, " " $i " ")) { print pid; break } }'
 }
