@@ -25,6 +25,9 @@ type Options struct {
 	GitShadowScript string
 	// Packages are Debian packages to install (already allowed by policy).
 	Packages []string
+	// Repo are the repository's approved provision scripts, in order, as CheckApproved
+	// returns them; their approved bytes are what runs.
+	Repo []RepoScript
 }
 
 // Mode says who runs a script.

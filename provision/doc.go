@@ -1,7 +1,12 @@
 // Package provision owns everything that runs inside the box at boot: the product's guest scripts
-// (embedded, numbered, idempotent), the nftables rulesets of the broker and offline lockdowns, the
-// privilege drop, the guest half of the git shadow, and the repository's own provision scripts
-// together with their review and approval state.
+// (embedded under guest/, numbered, idempotent), the nftables rulesets of the broker and offline
+// lockdowns, the privilege drop, the guard check, the placing of the git shadow's guest script,
+// and the repository's own provision scripts together with their review and approval state.
 //
-// It does not own host networking.
+// Files: bundle.go is the contract with vm (Options, Script, Bundle, GuardCheckArgv,
+// GuardReport); render.go renders the scripts; nft.go the rulesets; quote.go the one way values
+// enter them; scan.go, flags.go, review.go and reviewtext.go read, flag, approve and print the
+// repository's scripts; repoconfig.go is a stand-in reader until policy.Load lands.
+//
+// It does not own host networking, the broker, the Lima template or the gitshadow plan.
 package provision

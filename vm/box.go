@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lima-vm/lima/pkg/osutil"
 	"io"
 	"io/fs"
 	"os"
@@ -131,6 +132,11 @@ type Meta struct {
 	MountType    string    `json:"mountType"`
 	TCG          bool      `json:"tcg"`
 	Network      string    `json:"network"`
+	// BrokerPort is the box's broker port on the host, fixed at creation: the guest's firewall
+	// allows exactly this port on the gateway.
+	BrokerPort int `json:"brokerPort,omitempty"`
+	// BrokerPID is the running broker child, when there is one.
+	BrokerPID int `json:"brokerPid,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.
@@ -274,4 +280,10 @@ func limaMsg(line string) string {
 		after = after[:i]
 	}
 	return strings.ReplaceAll(after, `\"`, `"`)
+}
+
+// GuestUser is the user name Lima gives the box user (the host user's name when it is a valid
+// Linux user name, "lima" otherwise); provision writes it into the guest's sudoers and groups.
+func GuestUser() string {
+	return osutil.LimaUser("1.2.2", false).Username
 }

@@ -22,6 +22,8 @@ type BoxSpec struct {
 	ProjectDir string
 	Config     *policy.Config
 	Bundle     provision.Bundle
+	// BrokerPort is recorded in a new box's metadata (broker mode).
+	BrokerPort int
 	// Create allows creating the box when it does not exist.
 	Create bool
 	// Confirm, when set, is asked before a box is created; false refuses.
@@ -150,6 +152,6 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 	}
 	return m.WriteMeta(Meta{
 		Box: spec.Box, Project: spec.ProjectDir, Created: time.Now().UTC().Truncate(time.Second),
-		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
+		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network), BrokerPort: spec.BrokerPort,
 	})
 }

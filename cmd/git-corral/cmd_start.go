@@ -5,8 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/audit"
+	"github.com/git-corral/git-corral/boxenv"
+	"github.com/git-corral/git-corral/broker"
+	"github.com/git-corral/git-corral/gitshadow"
+	"github.com/git-corral/git-corral/project"
+	"github.com/git-corral/git-corral/session"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,6 +49,11 @@ type boxSession struct {
 	cfg    *policy.Config
 	bundle provision.Bundle
 	st     vm.Status
+
+	project      *project.Project
+	plan         *gitshadow.Plan
+	brokerPort   int
+	brokerSecret []byte
 }
 
 // manager finds limactl and returns the box manager for $CORRAL_HOME, refusing root with the fix.
@@ -63,17 +73,25 @@ func (a *app) manager() (*vm.Manager, error) {
 	return m, err
 }
 
-// config is the effective configuration: policy.Default until policy.Load lands, plus --network.
-func (a *app) config(f boxFlags) (*policy.Config, error) {
-	cfg := policy.Default()
-	switch n := policy.Network(*f.network); n {
-	case "":
-	case policy.NetworkFull, policy.NetworkBroker, policy.NetworkOffline:
-		cfg.Network = n
-	default:
-		return nil, usageErrorf("", "--network %q is not full, broker or offline", *f.network)
+// config loads the effective configuration of p's box, with --network as the flag layer.
+func (a *app) config(ctx context.Context, p *project.Project, f boxFlags) (*policy.Config, error) {
+	opts, err := a.loadOptions(ctx, "")
+	if err != nil {
+		return nil, err
 	}
-	return cfg, nil
+	if *f.network != "" {
+		switch policy.Network(*f.network) {
+		case policy.NetworkFull, policy.NetworkBroker, policy.NetworkOffline:
+		default:
+			return nil, usageErrorf("", "--network %q is not full, broker or offline", *f.network)
+		}
+		opts.Flags = append(opts.Flags, policy.Flag{Key: "network", Value: *f.network})
+	}
+	eff, err := policy.Load(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return eff.Config, nil
 }
 
 // ensureBox finds the repository's box and makes it run, creating it when allowed.
@@ -85,7 +103,7 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := a.config(f)
+	cfg, err := a.config(ctx, p, f)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +111,33 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	if err != nil {
 		return nil, err
 	}
-	// provision.Render has not landed: the bundle is empty (see CheckGuards for what that means).
-	s := &boxSession{m: m, box: p.Box, dir: p.TopLevel, cfg: cfg}
+	s := &boxSession{m: m, box: p.Box, dir: p.TopLevel, cfg: cfg, project: p}
+	meta, _ := m.ReadMeta(p.Box)
+	if meta.Network != "" && meta.Network != string(cfg.Network) {
+		// The guards are rendered into the box at creation; a box that ran in full mode had root.
+		return nil, withHint(fmt.Errorf("box %s was created with network %q, the configuration now says %q", p.Box, meta.Network, cfg.Network),
+			"delete it ('git corral delete --yes') and start again to get a box with the new mode")
+	}
+	if cfg.Network == policy.NetworkBroker {
+		if s.brokerPort = meta.BrokerPort; s.brokerPort == 0 {
+			if s.brokerPort, err = broker.FreePort(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	g, err := renderGuest(ctx, p, m.Home, p.Box, cfg, s.brokerPort)
+	if err != nil {
+		return nil, err
+	}
+	s.bundle, s.plan = g.bundle, g.plan
+	if st, err := m.Inspect(p.Box); err == nil && st.Status != "Running" && s.plan != nil {
+		// Before the box can run, record the git metadata it must not change.
+		if err := session.SnapshotBeforeBoot(ctx, m.Home, p.Box, s.plan); err != nil {
+			return nil, err
+		}
+	}
 	spec := vm.BoxSpec{
-		Box: p.Box, ProjectDir: p.TopLevel, Config: cfg, Bundle: s.bundle, Create: !*f.noCreate,
+		Box: p.Box, ProjectDir: p.TopLevel, Config: cfg, Bundle: s.bundle, Create: !*f.noCreate, BrokerPort: s.brokerPort,
 		Progress: vm.NewProgress(a.stderr, a.isTerminal(a.stderr)), Notice: a.notice,
 	}
 	if !*f.yes {
@@ -113,6 +154,11 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 		return nil, withHint(err, "build it once as root: 'sudo git corral image build --dir "+vm.SystemImageDir+"'")
 	case err != nil:
 		return nil, withHint(err, "'git corral logs' shows what Lima said")
+	}
+	if cfg.Network == policy.NetworkBroker {
+		if s.brokerSecret, err = a.ensureBroker(ctx, m, p.Box, cfg, s.brokerPort); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -136,54 +182,111 @@ func (a *app) notice(msg string) {
 	fmt.Fprintf(a.stderr, "corral: notice: %s\n", visible.Lines(msg))
 }
 
-// session runs one session in the box after the guard check.
+// session runs one session in the box: the guard check, the host-side guard, the environment,
+// the audit records, and the exit status passed through.
 func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []string, timeout time.Duration) error {
 	ep, err := vm.EndpointFromSSHConfig(s.st.SSHConfig, "lima-"+s.box)
 	if err != nil {
 		return err
-	}
-	if ep.HostKeyFile == "" {
-		ep.HostKeyFile = filepath.Join(filepath.Dir(s.m.Home.BoxMeta(s.box)), s.box+".known_hosts")
 	}
 	c, err := vm.Dial(ctx, ep)
 	if err != nil {
 		return withHint(err, "'git corral logs' shows what Lima said")
 	}
 	defer c.Close()
+	lg := a.auditLog(s.m.Home)
+	rec := audit.Record{Box: s.box, Project: s.dir, Network: string(s.cfg.Network), Profile: s.cfg.Profile}
 	out, err := vm.CheckGuards(ctx, c, s.cfg.Network, s.bundle)
 	if err != nil {
+		r := rec
+		r.Event, r.Detail = audit.EventGuardFailure, err.Error()
+		lg.Append(ctx, r)
 		return withHint(err, "the session was refused; 'git corral stop' then 'git corral start' re-applies the guards at boot")
 	}
 	if out.Absent {
-		a.notice("no guest guards are rendered for this box yet (full network, empty provision bundle): the session runs without a guard check")
+		a.notice("no guest guards are rendered for this box (full network, empty provision bundle): the session runs without a guard check")
 	}
-	vars, err := a.sessionEnv(s.cfg, env)
+	vars, envNames, err := a.sessionEnv(s, env)
 	if err != nil {
 		return err
 	}
+	g, err := session.Begin(ctx, session.Options{Project: s.project, Home: s.m.Home, Box: s.box, Protect: s.plan != nil, OnChange: a.shadowChange(lg, rec)})
+	if err != nil {
+		return withHint(err, "the checkout's git metadata must be repaired before the host's git uses it")
+	}
+	launch := rec
+	launch.Event, launch.Argv, launch.EnvNames = audit.EventLaunch, argv, envNames
+	if err := lg.Append(ctx, launch); err != nil {
+		g.End(ctx, a.shadowChange(lg, rec))
+		return withHint(fmt.Errorf("refusing to run unaudited: %w", err), "free space for $CORRAL_HOME/logs, then start again")
+	}
 	tty := a.isTerminal(a.stdin) && a.isTerminal(a.stdout)
-	_, err = c.Run(ctx, vm.SessionOptions{
+	began := time.Now()
+	code, runErr := c.Run(ctx, vm.SessionOptions{
 		Argv: argv, Dir: s.dir, Env: vars, TTY: tty, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Timeout: timeout,
 	})
-	return err
+	endErr := g.End(context.WithoutCancel(ctx), a.shadowChange(lg, rec))
+	exit := rec
+	exit.Event, exit.ExitCode, exit.DurationMs = audit.EventExit, &code, time.Since(began).Milliseconds()
+	lg.Append(ctx, exit)
+	if endErr != nil {
+		return withHint(endErr, "git metadata the box changed could not all be restored: do not run git on the host in this checkout until it is repaired")
+	}
+	if g.Base != "" && a.isTerminal(a.stderr) {
+		fmt.Fprintf(a.stderr, "corral: session base %s: 'git corral diff' shows what the box changed in files the host executes\n", g.Base)
+	}
+	return runErr
 }
 
-// sessionEnv collects the session's variables: the config's literal env and forwarded host
-// variables, plus each --env NAME. Values are read here and travel only inside the session.
-func (a *app) sessionEnv(cfg *policy.Config, names []string) (map[string]string, error) {
-	vars := map[string]string{}
-	for k, v := range cfg.Env {
-		vars[k] = v
-	}
-	for _, n := range append(append([]string{}, cfg.ForwardEnv...), names...) {
-		if n == "" || strings.ContainsAny(n, "=\x00\n") {
-			return nil, usageErrorf("", "--env %q is not a variable name", n)
+// auditLog is the box's audit log.
+func (a *app) auditLog(h home.Home) *audit.Log {
+	return &audit.Log{Path: h.SessionsLog()}
+}
+
+// shadowChange reports a git metadata change on the terminal and in the audit log.
+func (a *app) shadowChange(lg *audit.Log, rec audit.Record) func(gitshadow.Change) {
+	return func(c gitshadow.Change) {
+		state := "restored"
+		if !c.Restored {
+			state = "NOT RESTORED"
 		}
-		if v, ok := os.LookupEnv(n); ok {
-			vars[n] = v
+		msg := fmt.Sprintf("git metadata %s by the box, %s: %s", c.What, state, c.Path)
+		if c.Quarantine != "" {
+			msg += " (the box's version is kept in " + c.Quarantine + ")"
+		}
+		fmt.Fprintf(a.stderr, "corral: warning: %s\n", visible.String(msg))
+		r := rec
+		r.Event, r.Detail = audit.EventShadowRestore, msg
+		lg.Append(context.Background(), r)
+	}
+}
+
+// sessionEnv assembles the session's variables from the trusted layers (boxenv), with each
+// --env NAME forwarded too, plus the broker's proxy settings in broker mode. Values travel only
+// inside the SSH channel; the names are returned for the audit log.
+func (a *app) sessionEnv(s *boxSession, names []string) (map[string]string, []string, error) {
+	for _, n := range names {
+		if err := boxenv.CheckName(n); err != nil {
+			return nil, nil, usageErrorf("", "--env: %v", err)
 		}
 	}
-	return vars, nil
+	cfg := s.cfg
+	e, err := boxenv.Assemble(boxenv.Sources{
+		ForwardEnv: append(append([]string{}, cfg.ForwardEnv...), names...), EnvFromHost: cfg.EnvFromHost,
+		Env: cfg.Env, EnvFile: cfg.EnvFile, GitTokens: cfg.GitTokens, NoPassthrough: cfg.NoEnvPassthrough,
+	}, os.LookupEnv)
+	if err != nil {
+		return nil, nil, withHint(err, "set the host variable, or change env_from_host / git_tokens in the trusted configuration")
+	}
+	for _, d := range e.Dropped {
+		a.notice("not passed into the box: " + d)
+	}
+	if s.brokerSecret != nil {
+		for k, v := range proxyEnv(s.brokerSecret, s.brokerPort) {
+			e.Values[k] = v
+		}
+	}
+	return e.Values, e.Names(), nil
 }
 
 func defineStart(fs *pflag.FlagSet) runFunc {

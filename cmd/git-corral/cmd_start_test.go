@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -10,26 +12,41 @@ import (
 func TestSessionEnv(t *testing.T) {
 	t.Setenv("CORRAL_TEST_SECRET", "s3cret value")
 	t.Setenv("CORRAL_TEST_FORWARDED", "fwd")
-	a := &app{}
+	t.Setenv("CORRAL_TEST_AMBIENT", "never")
+	a := &app{stderr: io.Discard}
 	cfg := policy.Default()
 	cfg.Env = map[string]string{"LITERAL": "x"}
 	cfg.ForwardEnv = []string{"CORRAL_TEST_FORWARDED", "CORRAL_TEST_UNSET"}
-	got, err := a.sessionEnv(cfg, []string{"CORRAL_TEST_SECRET"})
+	s := &boxSession{cfg: cfg}
+	got, names, err := a.sessionEnv(s, []string{"CORRAL_TEST_SECRET"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"LITERAL": "x", "CORRAL_TEST_FORWARDED": "fwd", "CORRAL_TEST_SECRET": "s3cret value"}
-	if len(got) != len(want) {
-		t.Fatalf("sessionEnv = %v, want %v (an unset variable is not sent)", got, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("sessionEnv = %v, want %v (nothing ambient, an unset variable is not sent)", got, want)
 	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s = %q, want %q", k, got[k], v)
+	if strings.Join(names, ",") != "CORRAL_TEST_FORWARDED,CORRAL_TEST_SECRET,LITERAL" {
+		t.Errorf("names %v", names)
+	}
+	for _, bad := range []string{"", "A=B", "A\nB", "A\x00", "LD_PRELOAD", "PATH"} {
+		if _, _, err := a.sessionEnv(s, []string{bad}); err == nil {
+			t.Errorf("sessionEnv(--env %q) was accepted", bad)
 		}
 	}
-	for _, bad := range []string{"", "A=B", "A\nB", "A\x00"} {
-		if _, err := a.sessionEnv(cfg, []string{bad}); err == nil || !strings.Contains(err.Error(), "not a variable name") {
-			t.Errorf("sessionEnv(%q) = %v, want a refusal", bad, err)
-		}
+
+	// Broker mode adds the proxy settings with the box's secret; no_env_passthrough drops
+	// everything from the host.
+	s.brokerSecret, s.brokerPort = []byte("0123456789abcdef0123456789abcdef"), 18080
+	cfg.NoEnvPassthrough = true
+	got, _, err = a.sessionEnv(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["CORRAL_TEST_FORWARDED"] != "" || got["LITERAL"] != "x" {
+		t.Errorf("no_env_passthrough: %v", got)
+	}
+	if got["https_proxy"] != "http://corral:0123456789abcdef0123456789abcdef@192.168.5.2:18080" {
+		t.Errorf("https_proxy = %q", got["https_proxy"])
 	}
 }

@@ -50,6 +50,9 @@ func commands() []*command {
 
 		{name: "egress", summary: "show what the box's broker allowed and refused", define: defineEgress},
 		{name: "broker", summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
+
+		{name: "review", summary: "show the repository's provision scripts and packages; approve them", define: defineReview},
+		{name: "provision", summary: "write the guest scripts this repository's box would get", define: defineProvision, verbs: []string{"render"}},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},
 		{name: "completion", summary: "print a shell completion script (bash, zsh, fish)", define: defineCompletion, verbs: []string{"bash", "zsh", "fish"}},
 		{name: "help", summary: "show help for a command", define: defineHelp},

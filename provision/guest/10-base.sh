@@ -1,0 +1,25 @@
+#!/bin/sh
+# git corral 10-base: the product's own files every box gets, in every network mode. Runs as
+# root at every boot (Lima re-runs provisioning); rewrites the same files each time.
+set -eu
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+umask 022
+{{.InstallFile}}
+MODE={{.Mode}}
+
+install -d -m 0755 -o root -g root /etc/corral /usr/local/libexec /usr/local/libexec/corral
+printf '%s\n' "$MODE" | install_file /etc/corral/mode 0644
+
+# The guard check the host runs over SSH before every session.
+{{heredoc "/usr/local/libexec/corral/guard-check" "0755" .GuardCheck}}
+
+# sshd: the session's environment travels in the SSH channel (SendEnv/SetEnv on the host side),
+# never on the command line.
+install -d -m 0755 /etc/ssh/sshd_config.d
+{{heredoc "/etc/ssh/sshd_config.d/50-corral.conf" "0644" .SSHDConf}}
+if [ -d /run/systemd/system ] && command -v sshd >/dev/null 2>&1; then
+	sshd -t
+	systemctl try-reload-or-restart ssh.service
+fi
+echo "corral: base files installed ($MODE)"

@@ -1,0 +1,198 @@
+#!/bin/sh
+# git corral guard check. Installed root-owned at /usr/local/libexec/corral/guard-check and run
+# through sudo with no arguments before every session; prints one JSON document
+# {"ok","mode","failures"} and exits 0 only when every guard of this box's mode holds.
+# "guard-check network" or "guard-check privileges" checks one part (used by the boot scripts).
+# Values below were fixed when the box was rendered; nothing is read from the environment.
+set -u
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+LC_ALL=C
+export LC_ALL
+umask 077
+
+MODE={{.Mode}}
+BOX_USER={{.User}}
+PROJECT_DIR={{.ProjectDir}}
+RULESET=/etc/corral/lockdown.nft
+RULESET_SHA256={{.RulesetSHA256}}
+UNIT=/etc/systemd/system/corral-lockdown.service
+UNIT_SHA256={{.UnitSHA256}}
+SUDOERS=/etc/sudoers.d/zz-corral
+SUDOERS_SHA256={{.SudoersSHA256}}
+SHADOW_EXPECTED={{.ShadowExpected}}
+# The end of "sudo -l -U BOX_USER" when only /etc/sudoers.d/zz-corral grants anything.
+SUDO_TAIL='    (ALL : ALL) !ALL
+    (root) NOPASSWD: /usr/local/libexec/corral/guard-check ""
+    (root) NOPASSWD: /usr/bin/diff -q /run/lima-ssh-ready /mnt/lima-cidata/meta-data
+    (root) NOPASSWD: /usr/bin/diff -q /run/lima-boot-done /mnt/lima-cidata/meta-data
+    (root) NOPASSWD: /usr/bin/grep -q ^user_allow_other /etc/fuse.conf'
+SHADOW_EXPECT=/run/corral/shadow.expect
+# Groups that are root or reach root (sudo, admin, wheel, root: sudo/polkit rules; disk: raw
+# block devices; docker, lxd, incus-admin, libvirt: container or VM sockets; shadow: password
+# hashes; staff: /usr/local on older Debian) and groups the box has no use for that widen what
+# it can read or touch (adm, systemd-journal: every log; kvm: /dev/kvm).
+FORBIDDEN_GROUPS="root sudo admin wheel disk docker lxd incus-admin incus libvirt libvirt-qemu shadow staff adm systemd-journal kvm"
+# Container and VM manager sockets that hand out root to whoever may write them.
+SOCKETS="/run/docker.sock /var/run/docker.sock /run/containerd/containerd.sock /run/podman/podman.sock /run/incus/unix.socket /var/lib/incus/unix.socket /var/lib/lxd/unix.socket /var/snap/lxd/common/lxd/unix.socket /run/libvirt/libvirt-sock /var/run/libvirt/libvirt-sock /run/buildkit/buildkitd.sock /run/crio/crio.sock"
+
+failures=""
+fail() {
+	# JSON string: drop control characters, escape backslash and double quote.
+	s=$(printf '%s' "$1" | tr -d '\000-\037\177' | sed 's/\\/\\\\/g; s/"/\\"/g')
+	failures="${failures}${failures:+,}\"$s\""
+}
+
+sha256_of() {
+	{ sha256sum <"$1"; } 2>/dev/null | cut -d' ' -f1
+}
+
+check_network() {
+	[ "$MODE" = full ] && return 0
+	[ "$(sha256_of "$RULESET")" = "$RULESET_SHA256" ] || fail "lockdown ruleset $RULESET is missing or differs from the rendered one"
+	[ "$(sha256_of "$UNIT")" = "$UNIT_SHA256" ] || fail "boot unit $UNIT is missing or differs from the rendered one"
+	[ -L /etc/systemd/system/sysinit.target.wants/corral-lockdown.service ] || fail "boot unit corral-lockdown.service is not enabled"
+	if ! live=$(nft list ruleset 2>/dev/null); then
+		fail "cannot list the live nftables ruleset"
+		return 0
+	fi
+	# The expected listing comes from loading the rendered file into an empty network
+	# namespace with the same nft and kernel, so the two listings compare byte for byte.
+	# shellcheck disable=SC2016
+	if ! want=$(unshare --net -- sh -c 'nft -f "$1" && nft list ruleset' sh "$RULESET" 2>/dev/null); then
+		fail "cannot load $RULESET into a scratch network namespace"
+		return 0
+	fi
+	if [ -z "$want" ] || [ "$live" != "$want" ]; then
+		fail "live nftables ruleset differs from $RULESET"
+	fi
+}
+
+check_groups() {
+	if ! uid=$(id -u "$BOX_USER" 2>/dev/null); then
+		fail "box user $BOX_USER does not exist"
+		return 0
+	fi
+	[ "$uid" != 0 ] || fail "box user $BOX_USER has uid 0"
+	others=$(awk -F: '$3 == 0 && $1 != "root" { printf "%s ", $1 }' /etc/passwd)
+	[ -z "$others" ] || fail "accounts other than root have uid 0: $others"
+	for g in $(id -nG "$BOX_USER"); do
+		case " $FORBIDDEN_GROUPS " in *" $g "*) fail "box user is in group $g" ;; esac
+	done
+	# Processes started before the drop keep their old groups.
+	pids=$(held_groups "$uid" | tr '\n' ' ')
+	[ -z "$pids" ] || fail "processes of the box user still hold a root-equivalent group: $pids"
+}
+
+# held_groups prints the pid of every process running as uid (effective) that holds a forbidden
+# group, as its effective or a supplementary group; zombies, which can do nothing, are skipped.
+# (A setuid program such as sudo, which runs with effective uid 0, is the setid allow-list's
+# business.) One pass over /proc through cat,
+# which goes on past processes that exit meanwhile.
+held_groups() {
+	bad=$(awk -F: -v names=" $FORBIDDEN_GROUPS " 'index(names, " " $1 " ") { printf " %s", $3 } END { print " " }' /etc/group)
+	cat /proc/[0-9]*/status 2>/dev/null | awk -v uid="$1" -v bad="$bad" '
+		$1 == "Name:" { mine = 0; zombie = 0 }
+		$1 == "State:" { zombie = ($2 == "Z") }
+		$1 == "Pid:" { pid = $2 }
+		$1 == "Uid:" { mine = ($3 == uid && !zombie) }
+		$1 == "Gid:" && mine && index(bad, " " $3 " ") { print pid; mine = 0 }
+		$1 == "Groups:" && mine { for (i = 2; i <= NF; i++) if (index(bad, " " $i " ")) { print pid; break } }'
+}
+
+check_sudo() {
+	for f in /etc/sudoers.d/90-cloud-init-users /etc/sudoers.d/90-lima-user; do
+		[ -e "$f" ] && fail "sudoers entry $f is still present"
+	done
+	for f in /etc/sudoers.d/* /etc/sudoers.d/.*; do
+		case "$f" in /etc/sudoers.d/README | "$SUDOERS" | /etc/sudoers.d/. | /etc/sudoers.d/.. | '/etc/sudoers.d/*' | '/etc/sudoers.d/.*') ;;
+		*) fail "unexpected sudoers file $f" ;;
+		esac
+	done
+	[ "$(sha256_of "$SUDOERS")" = "$SUDOERS_SHA256" ] || fail "sudoers file $SUDOERS is missing or differs from the rendered one"
+	command -v sudo >/dev/null 2>&1 || return 0
+	# Ask sudo itself. Its listing must end with the deny-all rule and exactly the fixed commands
+	# (the last matching rule wins, so anything earlier is overridden and anything later is a
+	# grant), and its defaults must not pass the caller's environment to root. Two sudo runs in
+	# all: each costs about a second under QEMU's software emulation.
+	if listing=$(sudo -n -l -U "$BOX_USER" 2>/dev/null); then
+		tail=$(printf '%s\n' "$listing" | awk 'f && /^    / { print } /may run the following commands/ { f = 1 }' | tail -n 5)
+		[ "$tail" = "$SUDO_TAIL" ] || fail "sudo grants the box user more than the fixed commands: $(printf '%s' "$listing" | tail -n 3 | tr '\n' ' ')"
+		defaults=$(printf '%s\n' "$listing" | awk '/^Matching Defaults/ { f = 1; next } /^$/ { f = 0 } f')
+		case "$defaults" in *'!env_reset'* | *setenv* | *env_keep* | *env_check*) fail "sudo defaults let the caller's environment reach root: $defaults" ;; esac
+	fi
+	if sudo -n -l -U "$BOX_USER" /bin/sh >/dev/null 2>&1; then fail "sudo lets the box user run /bin/sh"; fi
+}
+
+check_setid() {
+	# A setuid file of the box user's own, or setgid to its own primary group, gives nothing.
+	# Only root can make any other, so the user's own trees (/home, /tmp, /var/tmp: an agent's
+	# caches can hold hundreds of thousands of files) are skipped to keep this check quick.
+	uid=$(id -u "$BOX_USER" 2>/dev/null) || uid=999999999
+	gid=$(id -g "$BOX_USER" 2>/dev/null) || gid=999999999
+	n=$(find / -xdev \( -path /home -o -path /tmp -o -path /var/tmp \) -prune -o -type f \( \( -perm -4000 ! -uid "$uid" \) -o \( -perm -2000 ! -gid "$gid" \) \) \
+		! -path /usr/bin/sudo ! -path /usr/bin/fusermount3 ! -path /usr/bin/fusermount \
+		! -path /usr/lib/dbus-1.0/dbus-daemon-launch-helper -print 2>/dev/null | head -n 20 | tr '\n' ' ')
+	[ -z "$n" ] || fail "setuid or setgid programs remain: $n"
+}
+
+check_paths() {
+	for p in / /usr /usr/local /usr/local/libexec /usr/local/libexec/corral /usr/local/libexec/corral/guard-check \
+		/etc /etc/corral /etc/sudoers /etc/sudoers.d /etc/systemd/system; do
+		st=$(stat -c '%u %a' "$p" 2>/dev/null) || { fail "root-run path $p is missing"; continue; }
+		owner=${st% *}
+		mode=${st#* }
+		[ "$owner" = 0 ] || fail "root-run path $p is not owned by root"
+		case "$mode" in *[2367]? | *[2367]) fail "root-run path $p is writable by group or others" ;; esac
+	done
+	for s in $SOCKETS; do
+		[ -S "$s" ] && runuser -u "$BOX_USER" -- test -w "$s" && fail "box user can use container socket $s"
+	done
+	if [ -n "$PROJECT_DIR" ] && mountpoint -q "$PROJECT_DIR"; then
+		case ",$(findmnt -no OPTIONS "$PROJECT_DIR" | tail -n 1)," in *,nosuid,*) ;; *) fail "project mount $PROJECT_DIR allows setuid" ;; esac
+	fi
+}
+
+check_privileges() {
+	[ "$MODE" = full ] && return 0
+	check_groups
+	check_sudo
+	check_setid
+	check_paths
+}
+
+# check_mounts refuses reverse-sshfs in every mode: the host side is an sftp-server that only
+# starts in the shared directory (-d), so whoever drives the guest's sshfs (the box user owns
+# that process) can ask for any path the host user can read or write.
+check_mounts() {
+	sshfs=$(findmnt -rn -t fuse.sshfs -o TARGET 2>/dev/null | head -n 5 | tr '\n' ' ')
+	[ -z "$sshfs" ] || fail "reverse-sshfs mounts reach the whole host filesystem: $sshfs"
+}
+
+check_shadow() {
+	[ "$SHADOW_EXPECTED" = 1 ] || return 0
+	if [ ! -f "$SHADOW_EXPECT" ] || [ "$(stat -c %u "$SHADOW_EXPECT")" != 0 ]; then
+		fail "git shadow expectations $SHADOW_EXPECT are missing or not owned by root"
+		return 0
+	fi
+	while IFS= read -r mp; do
+		[ -n "$mp" ] || continue
+		mountpoint -q "$mp" || fail "git shadow mount $mp is not in place"
+	done <"$SHADOW_EXPECT"
+}
+
+case "${1:-}" in
+"") check_network; check_privileges; check_mounts; check_shadow ;;
+network) check_network ;;
+privileges) check_privileges ;;
+held-groups)
+	held_groups "$(id -u "$BOX_USER")"
+	exit 0
+	;;
+*) fail "unknown guard check part $1" ;;
+esac
+
+ok=true
+[ -z "$failures" ] || ok=false
+printf '{"ok":%s,"mode":"%s","failures":[%s]}\n' "$ok" "$MODE" "$failures"
+[ "$ok" = true ]

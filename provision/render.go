@@ -1,0 +1,256 @@
+package provision
+
+// This file renders a box's guest scripts. Rules:
+//   - Order at every boot: 10-base, 20-lockdown, 25-packages, 30-privdrop, 40-gitshadow, then
+//     the repository's approved scripts as 50-repo-NN-*.sh. Lima runs every provision entry of
+//     mode system in order and at every boot, so each script rewrites the same state each time.
+//   - Every script is mode system. Repository scripts are wrapped: the approved bytes are
+//     written root-owned and run as the box user through runuser (as root only when the script
+//     carries the system marker, the mode is full and it was approved). Lima's own user mode is
+//     not used: it copies the script into the user's home as root and chowns it there, which a
+//     symlink planted by an earlier session turns into ownership of any root file.
+//   - Every value comes through ShellQuote or a stricter check; files the scripts install are
+//     embedded as quoted here-documents whose delimiter is proved absent from the content.
+
+import (
+	"bytes"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"text/template"
+
+	"github.com/git-corral/git-corral/policy"
+)
+
+//go:embed guest/*
+var guestFS embed.FS
+
+// GuardCheckPath is where the guard check is installed in the guest.
+const GuardCheckPath = "/usr/local/libexec/corral/guard-check"
+
+// RepoScript is one approved repository provision script, as CheckApproved returns it.
+type RepoScript struct {
+	// Path is the repository-relative path, for names and messages.
+	Path string
+	// Body is the approved bytes: what runs, whatever the mount holds at boot.
+	Body []byte
+	// Root is true when the script runs as root: it carries the system marker, the network
+	// mode is full and the approval covers it.
+	Root bool
+}
+
+const installFileFunc = `install_file() {
+	tmp=$(mktemp "$1.XXXXXX")
+	cat >"$tmp"
+	chown root:root "$tmp"
+	chmod "$2" "$tmp"
+	mv -f "$tmp" "$1"
+}`
+
+type guestData struct {
+	Mode, User, UserRaw, ProjectDir              string
+	RulesetSHA256, UnitSHA256, SudoersSHA256     string
+	ShadowExpected                               string
+	GuardCheck, SSHDConf, Ruleset, Unit, Sudoers string
+	InstallFile, Proxy, Packages                 string
+}
+
+// Render returns every guest script of a box, in the order they run at every boot.
+func Render(opts Options) (Bundle, error) {
+	d, err := prepare(opts)
+	if err != nil {
+		return Bundle{}, err
+	}
+	var b Bundle
+	add := func(name, tmpl string) error {
+		body, err := execGuest(tmpl, d)
+		if err != nil {
+			return err
+		}
+		b.Scripts = append(b.Scripts, Script{Name: name, Mode: ModeSystem, Body: body})
+		return nil
+	}
+	if err := add("10-base.sh", "10-base.sh"); err != nil {
+		return Bundle{}, err
+	}
+	if err := add("20-lockdown.sh", "20-lockdown.sh"); err != nil {
+		return Bundle{}, err
+	}
+	if len(opts.Packages) > 0 {
+		if err := add("25-packages.sh", "25-packages.sh"); err != nil {
+			return Bundle{}, err
+		}
+	}
+	if err := add("30-privdrop.sh", "30-privdrop.sh"); err != nil {
+		return Bundle{}, err
+	}
+	if opts.GitShadowScript != "" {
+		b.Scripts = append(b.Scripts, Script{Name: "40-gitshadow.sh", Mode: ModeSystem, Body: opts.GitShadowScript})
+	}
+	for i, r := range opts.Repo {
+		s, err := renderRepo(i+1, r, opts, d)
+		if err != nil {
+			return Bundle{}, err
+		}
+		b.Scripts = append(b.Scripts, s)
+	}
+	return b, nil
+}
+
+// prepare checks every option and quotes every value the templates use.
+func prepare(opts Options) (*guestData, error) {
+	rules, err := Ruleset(opts.Network, opts.BrokerPort)
+	if err != nil {
+		return nil, fmt.Errorf("render guest scripts: %w", err)
+	}
+	if err := checkUser(opts.User); err != nil {
+		return nil, fmt.Errorf("render guest scripts: %w", err)
+	}
+	if opts.ProjectDir != "" {
+		if err := checkPath("project directory", opts.ProjectDir); err != nil {
+			return nil, fmt.Errorf("render guest scripts: %w", err)
+		}
+	}
+	d := &guestData{Mode: string(opts.Network), UserRaw: opts.User, Ruleset: rules, InstallFile: installFileFunc}
+	d.User, _ = ShellQuote("guest user", opts.User)
+	d.ProjectDir, _ = ShellQuote("project directory", opts.ProjectDir)
+	d.ShadowExpected = "0"
+	if opts.GitShadowScript != "" {
+		d.ShadowExpected = "1"
+	}
+	if err := packagesData(opts, d); err != nil {
+		return nil, err
+	}
+	if err := filesData(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func packagesData(opts Options, d *guestData) error {
+	var words []string
+	for _, p := range opts.Packages {
+		if err := checkPackage(p); err != nil {
+			return fmt.Errorf("render guest scripts: %w", err)
+		}
+		words = append(words, p)
+	}
+	d.Packages = strings.Join(words, " ")
+	d.Proxy = "''"
+	if opts.Network == policy.NetworkBroker {
+		d.Proxy = fmt.Sprintf("'http://%s:%d'", Gateway, opts.BrokerPort)
+	}
+	return nil
+}
+
+// filesData renders the files the scripts install, and the hashes the guard check holds them to.
+func filesData(d *guestData) error {
+	var err error
+	if d.Unit, err = readGuest("corral-lockdown.service"); err != nil {
+		return err
+	}
+	if d.SSHDConf, err = readGuest("sshd.conf"); err != nil {
+		return err
+	}
+	if d.Sudoers, err = execGuest("sudoers", d); err != nil {
+		return err
+	}
+	d.RulesetSHA256 = "'" + sha256Hex(d.Ruleset) + "'"
+	d.UnitSHA256 = "'" + sha256Hex(d.Unit) + "'"
+	d.SudoersSHA256 = "'" + sha256Hex(d.Sudoers) + "'"
+	d.GuardCheck, err = execGuest("guard-check.sh", d)
+	return err
+}
+
+func readGuest(name string) (string, error) {
+	b, err := guestFS.ReadFile("guest/" + name)
+	if err != nil {
+		return "", fmt.Errorf("read embedded guest file %q: %w", name, err)
+	}
+	return string(b), nil
+}
+
+func execGuest(name string, data any) (string, error) {
+	text, err := readGuest(name)
+	if err != nil {
+		return "", err
+	}
+	t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{"heredoc": heredoc}).Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("parse embedded guest file %q: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("render embedded guest file %q: %w", name, err)
+	}
+	return buf.String(), nil
+}
+
+// heredoc returns the shell lines that install content at path with mode through install_file,
+// as a quoted here-document (no expansion) whose delimiter does not occur as a line of content.
+func heredoc(path, mode, content string) (string, error) {
+	if err := checkPath("installed file", path); err != nil {
+		return "", err
+	}
+	if !regexp.MustCompile(`^0[0-7]{3}$`).MatchString(mode) {
+		return "", fmt.Errorf("%w: file mode %q", ErrUnsafeValue, mode)
+	}
+	if !strings.HasSuffix(content, "\n") {
+		content += "\n"
+	}
+	delim := "CORRAL_EOF_" + sha256Hex(content)[:16]
+	for _, line := range strings.Split(content, "\n") {
+		if line == delim {
+			return "", fmt.Errorf("%w: content of %s holds its here-document delimiter", ErrUnsafeValue, path)
+		}
+	}
+	return fmt.Sprintf("install_file %s %s <<'%s'\n%s%s", path, mode, delim, content, delim), nil
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// renderRepo wraps one approved repository script.
+func renderRepo(n int, r RepoScript, opts Options, d *guestData) (Script, error) {
+	if r.Root && opts.Network != policy.NetworkFull {
+		return Script{}, fmt.Errorf("render provision script %q: runs as root only in network mode full, not %q", r.Path, opts.Network)
+	}
+	if opts.ProjectDir == "" {
+		return Script{}, fmt.Errorf("render provision script %q: the project directory is not set", r.Path)
+	}
+	comment, err := ShellQuote("provision script path", r.Path)
+	if err != nil {
+		return Script{}, fmt.Errorf("render provision script: %w", err)
+	}
+	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(path.Base(r.Path)), "-"), "-")
+	if len(slug) > 40 {
+		slug = slug[:40]
+	}
+	file := fmt.Sprintf("%02d-%s", n, slug)
+	runAs := "'user'"
+	if r.Root {
+		runAs = "'root'"
+	}
+	data := map[string]string{
+		"Name": "50-repo-" + file, "PathComment": comment, "SHA256": sha256Hex(string(r.Body)),
+		"RunAs": runAs, "User": d.User, "ProjectDir": d.ProjectDir, "File": file,
+		"Base64": wrap76(base64.StdEncoding.EncodeToString(r.Body)),
+	}
+	body, err := execGuest("repo.sh", data)
+	if err != nil {
+		return Script{}, err
+	}
+	return Script{Name: "50-repo-" + file + ".sh", Mode: ModeSystem, Body: body}, nil
+}
+
+func wrap76(s string) string {
+	var b strings.Builder
+	for len(s) > 76 {
+		b.WriteString(s[:76] + "\n")
+		s = s[76:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
