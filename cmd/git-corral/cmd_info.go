@@ -1,8 +1,12 @@
 package main
 
 import (
+	"sort"
+	"strings"
+
 	"context"
 	"fmt"
+	"github.com/git-corral/git-corral/policy"
 	"text/tabwriter"
 
 	"github.com/go-git/go-git/v5"
@@ -20,6 +24,53 @@ type infoDoc struct {
 	LinkedWorktree bool                 `json:"linkedWorktree"`
 	Head           string               `json:"head"`
 	ConfigFiles    []project.ConfigFile `json:"configFiles"`
+	// Boundary is what crosses between this box and the host, from the effective
+	// configuration; nil when the configuration does not load (ConfigError says why).
+	Boundary    *boundary `json:"boundary"`
+	ConfigError string    `json:"configError,omitempty"`
+}
+
+// boundary lists the known cross-boundary paths of a box (SECURITY.md), live.
+type boundary struct {
+	Network          string   `json:"network"`
+	Mounts           []string `json:"mounts"`
+	ForwardedEnv     []string `json:"forwardedEnv"`
+	EnvFromHost      []string `json:"envFromHost"`
+	LiteralEnv       []string `json:"literalEnv"`
+	EnvFile          string   `json:"envFile,omitempty"`
+	GitTokenHosts    []string `json:"gitTokenHosts"`
+	Egress           []string `json:"egress"`
+	APIBrokers       []string `json:"apiBrokers"`
+	SSHAgent         bool     `json:"sshAgent"`
+	NoEnvPassthrough bool     `json:"noEnvPassthrough"`
+}
+
+// boundaryOf summarises cfg's cross-boundary paths: names only, never values.
+func boundaryOf(top string, cfg *policy.Config) *boundary {
+	m := top + " (mounted at the same path"
+	if cfg.ReadonlyProject {
+		m += ", read-only"
+	}
+	b := &boundary{Network: string(cfg.Network), Mounts: append([]string{m + ")"}, cfg.Mounts...),
+		ForwardedEnv: append([]string{}, cfg.ForwardEnv...), EnvFile: cfg.EnvFile, Egress: append([]string{}, cfg.Egress...),
+		APIBrokers: append([]string{}, cfg.APIBrokers...), SSHAgent: cfg.SSHAgent, NoEnvPassthrough: cfg.NoEnvPassthrough,
+		EnvFromHost: []string{}, LiteralEnv: []string{}, GitTokenHosts: []string{}}
+	if cfg.Source == "clone" {
+		b.Mounts = cfg.Mounts
+	}
+	for g := range cfg.EnvFromHost {
+		b.EnvFromHost = append(b.EnvFromHost, g)
+	}
+	for k := range cfg.Env {
+		b.LiteralEnv = append(b.LiteralEnv, k)
+	}
+	for h := range cfg.GitTokens {
+		b.GitTokenHosts = append(b.GitTokenHosts, h)
+	}
+	sort.Strings(b.EnvFromHost)
+	sort.Strings(b.LiteralEnv)
+	sort.Strings(b.GitTokenHosts)
+	return b
 }
 
 func defineInfo(fs *pflag.FlagSet) runFunc {
@@ -37,6 +88,13 @@ func defineInfo(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		doc.Head = headName(p)
+		if opts, err := a.loadOptions(ctx, ""); err == nil {
+			if eff, err := policy.Load(ctx, opts); err == nil {
+				doc.Boundary = boundaryOf(p.TopLevel, eff.Config)
+			} else {
+				doc.ConfigError = err.Error()
+			}
+		}
 		if *jsonOut {
 			return a.printJSON(doc)
 		}
@@ -48,6 +106,26 @@ func defineInfo(fs *pflag.FlagSet) runFunc {
 		fmt.Fprintf(tw, "linked worktree:\t%v\n", doc.LinkedWorktree)
 		fmt.Fprintf(tw, "head:\t%s\n", visible.String(doc.Head))
 		tw.Flush()
+		if b := doc.Boundary; b != nil {
+			fmt.Fprintf(a.stdout, "crosses the boundary (network %s):\n", b.Network)
+			for _, m := range b.Mounts {
+				fmt.Fprintf(a.stdout, "  mount    %s\n", visible.String(m))
+			}
+			list := func(what string, v []string) {
+				if len(v) > 0 {
+					fmt.Fprintf(a.stdout, "  %-8s %s\n", what, visible.String(strings.Join(v, ", ")))
+				}
+			}
+			list("env", append(append(append([]string{}, b.ForwardedEnv...), b.EnvFromHost...), b.LiteralEnv...))
+			list("tokens", b.GitTokenHosts)
+			list("egress", b.Egress)
+			list("api", b.APIBrokers)
+			if b.SSHAgent {
+				fmt.Fprintln(a.stdout, "  ssh-agent forwarded")
+			}
+		} else if doc.ConfigError != "" {
+			fmt.Fprintln(a.stdout, "crosses the boundary: unknown, the configuration does not load ('git corral config check')")
+		}
 		fmt.Fprintln(a.stdout, "git config files:")
 		for _, f := range doc.ConfigFiles {
 			fmt.Fprintf(a.stdout, "  %-8s %s\n", f.Scope, visible.String(f.Path))

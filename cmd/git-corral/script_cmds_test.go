@@ -15,6 +15,23 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"jsonfield":  cmdJSONField,
 	"status":     cmdStatus,
 	"cmpjsonbox": cmdCmpJSONBox,
+	"boxtrusted": cmdBoxTrusted,
+}
+
+// cmdBoxTrusted copies a file to the trusted per-project config of the box named in an info
+// JSON document: boxtrusted INFO.json FILE.
+func cmdBoxTrusted(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: boxtrusted INFO.json FILE")
+	}
+	var doc struct{ Box string }
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &doc); err != nil || doc.Box == "" {
+		ts.Fatalf("%s: no box (%v)", args[0], err)
+	}
+	dst := ts.Getenv("CORRAL_HOME") + "/projects/" + doc.Box + ".toml"
+	if err := os.WriteFile(dst, []byte(ts.ReadFile(args[1])), 0o600); err != nil {
+		ts.Fatalf("%v", err)
+	}
 }
 
 // cmdCmpJSONBox compares the "box" field of two JSON documents: cmpjsonbox A B same|differ.
