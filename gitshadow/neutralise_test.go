@@ -80,7 +80,7 @@ func TestWatchNeutralisesNewSubmodule(t *testing.T) {
 	run(t, work, "git", "-C", "late", "config", "core.fsmonitor", "touch "+filepath.Join(root, "canary-late"))
 	hook := filepath.Join(gd, "hooks/post-checkout")
 	os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+filepath.Join(root, "canary-hook")+"\n"), 0o755)
-	deadline := time.Now().Add(5 * time.Second) // generous: CI shares its cores
+	deadline := time.Now().Add(20 * time.Second) // generous: CI shares its cores with a VM
 	for time.Now().Before(deadline) {
 		cfg, _ := os.ReadFile(filepath.Join(gd, "config"))
 		if _, err := os.Lstat(hook); os.IsNotExist(err) && !strings.Contains(string(cfg), "fsmonitor") {

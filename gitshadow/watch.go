@@ -43,7 +43,9 @@ func Watch(ctx context.Context, s *Snapshot, onChange func(Change)) error {
 	tick := time.NewTicker(WatchInterval)
 	defer tick.Stop()
 	lastFull := time.Now()
-	var fire <-chan time.Time
+	// Anything written between the caller's last check and the watches above existing would
+	// raise no event: check once as soon as the watches are in place.
+	fire := time.After(0)
 	run := func(full bool) {
 		changes, _ := s.check(ctx, full)
 		for _, c := range changes {
