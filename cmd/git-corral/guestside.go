@@ -42,6 +42,9 @@ func renderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 		if script, err = g.plan.GuestScript(); err != nil {
 			return nil, fmt.Errorf("render the git shadow: %w", err)
 		}
+		if script, err = shadowScriptWithExpectations(g.plan, script); err != nil {
+			return nil, fmt.Errorf("render the git shadow: %w", err)
+		}
 	}
 	g.bundle, err = provision.Render(provision.Options{
 		Network: cfg.Network, User: vm.GuestUser(), ProjectDir: p.TopLevel, BrokerPort: brokerPort,

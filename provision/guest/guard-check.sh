@@ -28,6 +28,7 @@ SUDO_TAIL='    (ALL : ALL) !ALL
     (root) NOPASSWD: /usr/bin/diff -q /run/lima-boot-done /mnt/lima-cidata/meta-data
     (root) NOPASSWD: /usr/bin/grep -q ^user_allow_other /etc/fuse.conf'
 SHADOW_EXPECT=/run/corral/shadow.expect
+SHADOW_GUARD=/usr/local/libexec/corral/gitshadow-guard
 # Groups that are root or reach root (sudo, admin, wheel, root: sudo/polkit rules; disk: raw
 # block devices; docker, lxd, incus-admin, libvirt: container or VM sockets; shadow: password
 # hashes; staff: /usr/local on older Debian) and groups the box has no use for that widen what
@@ -179,6 +180,17 @@ check_shadow() {
 		[ -n "$mp" ] || continue
 		mountpoint -q "$mp" || fail "git shadow mount $mp is not in place"
 	done <"$SHADOW_EXPECT"
+	# The shadow's own check (rendered by gitshadow, installed by the shadow script): every
+	# mount in place and read-only where it must be.
+	if [ -x "$SHADOW_GUARD" ] && [ "$(stat -c %u "$SHADOW_GUARD")" = 0 ]; then
+		"$SHADOW_GUARD" >/run/corral/shadow.out 2>&1 || true
+		grep '^gitshadow: FAIL' /run/corral/shadow.out | head -n 5 >/run/corral/shadow.fail || true
+		while IFS= read -r line; do
+			fail "$line"
+		done </run/corral/shadow.fail
+	else
+		fail "git shadow guard $SHADOW_GUARD is missing or not owned by root"
+	fi
 }
 
 case "${1:-}" in

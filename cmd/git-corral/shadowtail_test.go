@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-corral/git-corral/gitshadow"
+	"github.com/git-corral/git-corral/project"
+)
+
+// TestShadowScriptWithExpectations: the shadow script tells the guest guard check which mount
+// points to verify, one quoted path per line, and installs gitshadow's own guard; the result is
+// shellcheck-clean.
+func TestShadowScriptWithExpectations(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(dir, "gc"))
+	top := filepath.Join(dir, "it's a repo")
+	if out, err := exec.Command("git", "init", "-q", top).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	p, err := project.Find(context.Background(), top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := gitshadow.Discover(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := plan.GuestScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := shadowScriptWithExpectations(plan, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range plan.Expectations() {
+		q, _ := gitshadow.ShellQuote(e.Path)
+		if !strings.Contains(s, "printf '%s\\n' "+q+"\n") {
+			t.Errorf("expectation %s is not written", e.Path)
+		}
+	}
+	if !strings.Contains(s, shadowGuardPath) || !strings.Contains(s, "/run/corral/shadow.expect") {
+		t.Error("the guard or the expectations file is missing")
+	}
+	f := filepath.Join(dir, "s.sh")
+	os.WriteFile(f, []byte(s), 0o644)
+	if _, err := exec.LookPath("shellcheck"); err != nil {
+		t.Fatalf("shellcheck is needed (scripts/setup.sh installs it): %v", err)
+	}
+	if out, err := exec.Command("shellcheck", "-s", "sh", f).CombinedOutput(); err != nil {
+		t.Errorf("shellcheck: %v\n%s", err, out)
+	}
+}

