@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The README's test command (make test): every Go test, then the end-to-end suite on real boxes.
+# Prints each suite's test count and wall time, then "N passed, N failed" (CI reads that line).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+logdir=$(mktemp -d)
+trap 'rm -rf "$logdir"' EXIT
+
+run_suite() { # name, then the go test arguments
+  local name=$1; shift
+  local t0 t1 rc
+  t0=$(date +%s)
+  "$GO" test -json "$@" >"$logdir/$name.json" 2>"$logdir/$name.err"
+  rc=$?
+  t1=$(date +%s)
+  # Human-readable output: the package lines and any failing test's output.
+  "$GO" run ./internal/testsummary -name "$name" -seconds $((t1 - t0)) <"$logdir/$name.json" >>"$logdir/summary"
+  cat "$logdir/$name.err" >&2
+  return $rc
+}
+
+rc=0
+run_suite unit -count=1 ${GOTESTFLAGS:-} ./... || rc=1
+CORRAL_E2E=1 run_suite e2e -count=1 -timeout 60m ./e2e/ || rc=1
+echo
+echo "== test suites"
+grep '^suite ' "$logdir/summary"
+awk '/^suite /{for(i=1;i<=NF;i++){if($i~/^passed=/){split($i,a,"=");p+=a[2]} if($i~/^failed=/){split($i,a,"=");f+=a[2]} if($i~/^skipped=/){split($i,a,"=");s+=a[2]}}} END{printf "%d passed, %d failed, %d skipped\n", p, f, s}' "$logdir/summary"
+exit $rc
