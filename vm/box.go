@@ -131,6 +131,8 @@ type Meta struct {
 	MountType    string    `json:"mountType"`
 	TCG          bool      `json:"tcg"`
 	Network      string    `json:"network"`
+	// NoProjectMount is true for a clone-mode box, which mounts nothing of the host.
+	NoProjectMount bool `json:"noProjectMount,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.

@@ -20,8 +20,11 @@ import (
 type BoxSpec struct {
 	Box        string
 	ProjectDir string
-	Config     *policy.Config
-	Bundle     provision.Bundle
+	// NoProjectMount boots a box that mounts nothing of the host (clone mode). Ensure refuses
+	// to use an existing box whose metadata says it mounts its project.
+	NoProjectMount bool
+	Config         *policy.Config
+	Bundle         provision.Bundle
 	// Create allows creating the box when it does not exist.
 	Create bool
 	// Confirm, when set, is asked before a box is created; false refuses.
@@ -52,7 +55,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	mt := MountTypeLinux(ctx)
 	y, err := Render(TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: spec.ProjectDir,
-		Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
+		NoProjectMount: spec.NoProjectMount, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
 	})
 	if err != nil {
 		return Rendered{}, err
@@ -92,6 +95,9 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 	defer unlock()
 	st, err := m.Inspect(spec.Box)
 	if err != nil {
+		return Status{}, err
+	}
+	if err := m.checkMountMode(spec, st); err != nil {
 		return Status{}, err
 	}
 	switch st.Status {
@@ -151,5 +157,26 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 	return m.WriteMeta(Meta{
 		Box: spec.Box, Project: spec.ProjectDir, Created: time.Now().UTC().Truncate(time.Second),
 		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
+		NoProjectMount: spec.NoProjectMount,
 	})
+}
+
+// ErrMountMode is returned when an existing box mounts its project but clone mode needs a box
+// that mounts nothing.
+var ErrMountMode = errors.New("box mounts its project")
+
+// checkMountMode refuses to hand a box that mounts the host project (or whose metadata cannot
+// say) to clone mode: the box would see the host checkout the clone mode keeps from it.
+func (m *Manager) checkMountMode(spec BoxSpec, st Status) error {
+	if !spec.NoProjectMount || !st.Exists() {
+		return nil
+	}
+	meta, err := m.ReadMeta(spec.Box)
+	if err != nil {
+		return fmt.Errorf("%w: box %s has no readable metadata (%v), so clone mode cannot tell it mounts nothing", ErrMountMode, spec.Box, err)
+	}
+	if !meta.NoProjectMount {
+		return fmt.Errorf("%w: box %s was created with %s mounted, and clone mode needs a box without a mount", ErrMountMode, spec.Box, meta.Project)
+	}
+	return nil
 }
