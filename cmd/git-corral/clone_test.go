@@ -54,8 +54,8 @@ func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
 	must(err)
 	defer g.Close()
 	old := boxGuest
-	boxGuest = func(_ context.Context, _ *app, box, _ string) (clone.Guest, string, error) {
-		return g, g.Path(box), nil
+	boxGuest = func(_ context.Context, _ *app, req guestRequest) (clone.Guest, string, error) {
+		return g, g.Path(req.Box), nil
 	}
 	defer func() { boxGuest = old }()
 
