@@ -161,21 +161,28 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 	})
 }
 
-// ErrMountMode is returned when an existing box mounts its project but clone mode needs a box
-// that mounts nothing.
+// ErrMountMode is returned when an existing box's mount mode (its project mounted, or nothing
+// mounted for clone mode) is not the one asked for.
 var ErrMountMode = errors.New("box mounts its project")
 
 // checkMountMode refuses to hand a box that mounts the host project (or whose metadata cannot
-// say) to clone mode: the box would see the host checkout the clone mode keeps from it.
+// say) to clone mode: the box would see the host checkout the clone mode keeps from it. It also
+// refuses a clone-mode box to mount mode, where the session would look for a project that is
+// not there.
 func (m *Manager) checkMountMode(spec BoxSpec, st Status) error {
-	if !spec.NoProjectMount || !st.Exists() {
+	if !st.Exists() {
 		return nil
 	}
 	meta, err := m.ReadMeta(spec.Box)
-	if err != nil {
+	switch {
+	case !spec.NoProjectMount:
+		if err == nil && meta.NoProjectMount {
+			return fmt.Errorf("%w: box %s is a clone-mode box that mounts nothing; mount mode cannot use it", ErrMountMode, spec.Box)
+		}
+		return nil
+	case err != nil:
 		return fmt.Errorf("%w: box %s has no readable metadata (%v), so clone mode cannot tell it mounts nothing", ErrMountMode, spec.Box, err)
-	}
-	if !meta.NoProjectMount {
+	case !meta.NoProjectMount:
 		return fmt.Errorf("%w: box %s was created with %s mounted, and clone mode needs a box without a mount", ErrMountMode, spec.Box, meta.Project)
 	}
 	return nil
