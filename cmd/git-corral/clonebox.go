@@ -87,6 +87,7 @@ func (a *app) ensureCloneBox(ctx context.Context, cmd string, f *boxFlags, box, 
 	var ee *exitError
 	switch {
 	case err == nil:
+		s.cfg = boxNetwork(m, box, cfg)
 		return s, nil
 	case errors.As(err, &ee):
 		return nil, err
@@ -101,6 +102,19 @@ func (a *app) ensureCloneBox(ctx context.Context, cmd string, f *boxFlags, box, 
 	default:
 		return nil, withHint(err, "'git corral logs' shows what Lima said")
 	}
+}
+
+// boxNetwork returns cfg with the network mode the box was created with, so that the guard
+// check holds an existing box to its own mode (fetch passes no --network; a broker box must
+// still show its broker guards).
+func boxNetwork(m *vm.Manager, box string, cfg *policy.Config) *policy.Config {
+	meta, err := m.ReadMeta(box)
+	if err != nil || meta.Network == "" || policy.Network(meta.Network) == cfg.Network {
+		return cfg
+	}
+	c := *cfg
+	c.Network = policy.Network(meta.Network)
+	return &c
 }
 
 // dialGuarded connects to the running box and runs the guard check, as session does, before
