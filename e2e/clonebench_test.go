@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,10 +34,11 @@ func benchClone(t *testing.T, base, box, guestDir string) {
 	port := freePort(t)
 	daemon := asUser([]string{"git", "daemon", "--reuseaddr", "--export-all", "--base-path=" + base,
 		"--listen=127.0.0.1", "--port=" + strconv.Itoa(port), base})
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // runuser's child, git daemon, ends with it
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = daemon.Process.Kill(); _ = daemon.Wait() }()
+	defer func() { _ = syscall.Kill(-daemon.Process.Pid, syscall.SIGKILL); _ = daemon.Wait() }()
 
 	ep, err := vm.EndpointFromSSHConfig(filepath.Join(suite.home, "lima", box, "ssh.config"), "lima-"+box)
 	if err != nil {
