@@ -24,11 +24,14 @@ import (
 // (go-git fetch into a store on the host, then the bundle streamed over SSH and checked out by
 // the box's git), and "git clone" inside the box from a git daemon on the host's 127.0.0.1,
 // which the guest reaches as 192.168.5.2 (the only address the guest is sent to). Both run
-// over the same SSH connection; medians of benchRuns each, alternating. The fixed cost the
+// over the same SSH connection; medians of CORRAL_BENCH_RUNS (default 3) each, alternating. The fixed cost the
 // command adds on a running box (process, box check, SSH, guard check) is timed separately as
 // "git corral run -- true".
 func benchClone(t *testing.T, base, box, guestDir string) {
-	const benchRuns = 3
+	benchRuns := 3
+	if n, err := strconv.Atoi(os.Getenv("CORRAL_BENCH_RUNS")); err == nil && n > 0 {
+		benchRuns = n
+	}
 	big := filepath.Join(base, "big")
 	sh(t, "git init -q -b main "+big+" && cd "+big+" && for i in $(seq 50); do head -c 1048576 /dev/urandom > f$i; done && git add -A && git commit -qm big && du -sm .git")
 	port := freePort(t)
