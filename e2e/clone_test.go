@@ -48,6 +48,7 @@ func TestCloneBox(t *testing.T) {
 	sh(t, "git init -q -b main "+src+" && cd "+src+" && echo hello > README && git add README && git commit -qm init && echo SECRET-CORRAL-E2E=1 > .env")
 	box := project.BoxName(dest) // dest's parent is real: no symlinks under e2eBase
 	cleanupBox(t, box)
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(suite.home, "clones", box+".git")) })
 
 	var doc struct {
 		Box, Dir, Store, Branch string

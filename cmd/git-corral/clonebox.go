@@ -92,7 +92,7 @@ func (a *app) ensureCloneBox(ctx context.Context, cmd string, f *boxFlags, box, 
 	case errors.As(err, &ee):
 		return nil, err
 	case errors.Is(err, vm.ErrMountMode):
-		return nil, withHint(err, "clone mode never uses a box that mounts the host checkout; 'git corral destroy' that box first (its disk is lost), or keep source = \"mount\"")
+		return nil, withHint(err, "clone mode never uses a box that mounts the host checkout; 'git corral delete' that box first (its disk is lost), or keep source = \"mount\"")
 	case errors.Is(err, vm.ErrNoBox) && f == nil:
 		return nil, withHint(err, "the box holding this clone does not exist; nothing can come back from it")
 	case errors.Is(err, vm.ErrNoBox):

@@ -104,6 +104,9 @@ func (c *cloneRun) run(ctx context.Context, dir string) error {
 			if created {
 				os.Remove(dir)
 			}
+			if errors.Is(err, clone.ErrStoreExists) {
+				return withHint(err, fmt.Sprintf("an earlier clone into %s left its store (box %s may still hold its work: 'git corral fetch' there first); remove the store and 'git corral --box %s delete' the box, or clone into another DIR", doc.Dir, doc.Box, doc.Box))
+			}
 			return withHint(err, "nothing was kept; the repository was not checked out anywhere")
 		}
 		doc.Refs, doc.Warnings = res.Refs, res.Warnings
