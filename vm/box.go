@@ -137,6 +137,8 @@ type Meta struct {
 	BrokerPort int `json:"brokerPort,omitempty"`
 	// BrokerPID is the running broker child, when there is one.
 	BrokerPID int `json:"brokerPid,omitempty"`
+	// NoProjectMount is true for a clone-mode box, which mounts nothing of the host.
+	NoProjectMount bool `json:"noProjectMount,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.

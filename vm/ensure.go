@@ -20,8 +20,11 @@ import (
 type BoxSpec struct {
 	Box        string
 	ProjectDir string
-	Config     *policy.Config
-	Bundle     provision.Bundle
+	// NoProjectMount boots a box that mounts nothing of the host (clone mode). Ensure refuses
+	// to use an existing box whose metadata says it mounts its project.
+	NoProjectMount bool
+	Config         *policy.Config
+	Bundle         provision.Bundle
 	// BrokerPort is recorded in a new box's metadata (broker mode).
 	BrokerPort int
 	// Create allows creating the box when it does not exist.
@@ -54,7 +57,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	mt := MountTypeLinux(ctx)
 	y, err := Render(TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: spec.ProjectDir,
-		Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
+		NoProjectMount: spec.NoProjectMount, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
 	})
 	if err != nil {
 		return Rendered{}, err
@@ -94,6 +97,9 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 	defer unlock()
 	st, err := m.Inspect(spec.Box)
 	if err != nil {
+		return Status{}, err
+	}
+	if err := m.checkMountMode(spec, st); err != nil {
 		return Status{}, err
 	}
 	switch st.Status {
@@ -152,6 +158,34 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 	}
 	return m.WriteMeta(Meta{
 		Box: spec.Box, Project: spec.ProjectDir, Created: time.Now().UTC().Truncate(time.Second),
-		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network), BrokerPort: spec.BrokerPort,
+		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
+		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort,
 	})
+}
+
+// ErrMountMode is returned when an existing box's mount mode (its project mounted, or nothing
+// mounted for clone mode) is not the one asked for.
+var ErrMountMode = errors.New("box mounts its project")
+
+// checkMountMode refuses to hand a box that mounts the host project (or whose metadata cannot
+// say) to clone mode: the box would see the host checkout the clone mode keeps from it. It also
+// refuses a clone-mode box to mount mode, where the session would look for a project that is
+// not there.
+func (m *Manager) checkMountMode(spec BoxSpec, st Status) error {
+	if !st.Exists() {
+		return nil
+	}
+	meta, err := m.ReadMeta(spec.Box)
+	switch {
+	case !spec.NoProjectMount:
+		if err == nil && meta.NoProjectMount {
+			return fmt.Errorf("%w: box %s is a clone-mode box that mounts nothing; mount mode cannot use it", ErrMountMode, spec.Box)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: box %s has no readable metadata (%v), so clone mode cannot tell it mounts nothing", ErrMountMode, spec.Box, err)
+	case !meta.NoProjectMount:
+		return fmt.Errorf("%w: box %s was created with %s mounted, and clone mode needs a box without a mount", ErrMountMode, spec.Box, meta.Project)
+	}
+	return nil
 }

@@ -24,8 +24,12 @@ type TemplateOptions struct {
 	HostOS string
 	// Arch is the guest architecture, a Lima arch name such as "x86_64".
 	Arch string
-	// ProjectDir is the project's real path, mounted at the same path in the guest.
+	// ProjectDir is the project's real path, mounted at the same path in the guest unless
+	// NoProjectMount is set.
 	ProjectDir string
+	// NoProjectMount renders a box that mounts nothing of the host (clone mode): the code lives
+	// only on the box's own disk.
+	NoProjectMount bool
 	// Config is the effective configuration of the box.
 	Config *policy.Config
 	// Bundle is the guest provisioning rendered by package provision.
@@ -55,7 +59,7 @@ func Render(o TemplateOptions) (*limayaml.LimaYAML, error) {
 		Memory:     ptr(c.Memory),
 		Disk:       ptr(c.Disk),
 		Images:     []limayaml.Image{image(o)},
-		Mounts:     []limayaml.Mount{{Location: o.ProjectDir, MountPoint: ptr(o.ProjectDir), Writable: ptr(!c.ReadonlyProject)}},
+		Mounts:     mounts(o),
 		SSH:        limayaml.SSH{LocalPort: ptr(0), LoadDotSSHPubKeys: ptr(false), ForwardAgent: ptr(false), ForwardX11: ptr(false), ForwardX11Trusted: ptr(false)},
 		Containerd: limayaml.Containerd{System: ptr(false), User: ptr(false)},
 		Video:      limayaml.Video{Display: ptr("none")},
@@ -82,6 +86,15 @@ func Render(o TemplateOptions) (*limayaml.LimaYAML, error) {
 		y.MountType = ptr(limayaml.VIRTIOFS)
 	}
 	return y, nil
+}
+
+// mounts is the project mount, or none at all in clone mode (an empty list: Lima adds no
+// default mount to a template that names its mounts).
+func mounts(o TemplateOptions) []limayaml.Mount {
+	if o.NoProjectMount {
+		return []limayaml.Mount{}
+	}
+	return []limayaml.Mount{{Location: o.ProjectDir, MountPoint: ptr(o.ProjectDir), Writable: ptr(!o.Config.ReadonlyProject)}}
 }
 
 // checkOptions refuses options Lima would misread or that would widen the box.

@@ -50,6 +50,7 @@ func TestRenderGolden(t *testing.T) {
 			o.Config.Network, o.Config.ReadonlyProject, o.TCG, o.Bundle = policy.NetworkOffline, true, false, provision.Bundle{}
 		}},
 		{"darwin-broker", HostDarwin, func(o *TemplateOptions) { o.Config.Network = policy.NetworkBroker }},
+		{"linux-clone-nomount", HostLinux, func(o *TemplateOptions) { o.NoProjectMount = true }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(t, tc.hostOS)
@@ -81,6 +82,22 @@ func TestRenderGolden(t *testing.T) {
 				t.Errorf("Lima's validator refuses the rendered template: %v", err)
 			}
 		})
+	}
+}
+
+// TestRenderNoProjectMount: a clone-mode box mounts nothing of the host, even after Lima fills
+// in its defaults, on both host systems.
+func TestRenderNoProjectMount(t *testing.T) {
+	for _, hostOS := range []string{HostLinux, HostDarwin} {
+		o := testOptions(t, hostOS)
+		o.NoProjectMount = true
+		if y := renderLoad(t, o); len(y.Mounts) != 0 {
+			t.Errorf("%s: clone-mode mounts = %+v, want none", hostOS, y.Mounts)
+		}
+		o.NoProjectMount = false
+		if y := renderLoad(t, o); len(y.Mounts) != 1 {
+			t.Errorf("%s: mount-mode mounts = %+v, want the project", hostOS, y.Mounts)
+		}
 	}
 }
 

@@ -54,8 +54,8 @@ func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
 	must(err)
 	defer g.Close()
 	old := boxGuest
-	boxGuest = func(_ context.Context, _ *app, box, _ string) (clone.Guest, string, error) {
-		return g, g.Path(box), nil
+	boxGuest = func(_ context.Context, _ *app, req guestRequest) (clone.Guest, string, error) {
+		return g, g.Path(req.Box), nil
 	}
 	defer func() { boxGuest = old }()
 
@@ -94,5 +94,34 @@ func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
 	}
 	if got := run(doc.Store, "show", want+":README"); got != "hi\nmore" {
 		t.Errorf("fetched README %q", got)
+	}
+
+	// diff in the clone dir reviews the fetched branch against the delivered one, from the store.
+	out.Reset()
+	a = &app{stdout: &out, stderr: &errOut, getenv: os.Getenv, dir: dest}
+	if code := a.main(context.Background(), []string{"diff", want}); code != 0 {
+		t.Fatalf("diff exited %d: %s", code, errOut.String())
+	}
+	for _, w := range []string{"modified README", "+more", "no changes to host-executed files"} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), w) {
+			t.Errorf("diff output lacks %q:\n%s", w, out.String())
+		}
+	}
+	// A change to a host-executed file is listed first as a finding.
+	code, err = g.Exec(context.Background(), []string{"sh", "-c", "cd \"$1\" && echo 'all:; id' > Makefile && git add Makefile && git commit -qm mk", "x", guestDir}, nil, &gout)
+	if err != nil || code != 0 {
+		t.Fatalf("guest commit: %d %v %s", code, err, g.Stderr())
+	}
+	if code := a.main(context.Background(), []string{"fetch"}); code != 0 {
+		t.Fatalf("fetch exited %d: %s", code, errOut.String())
+	}
+	out.Reset()
+	if code := a.main(context.Background(), []string{"diff", "--json", want}); code != 0 {
+		t.Fatalf("diff --json exited %d: %s", code, errOut.String())
+	}
+	var dd cloneDiffDoc
+	must(json.Unmarshal(out.Bytes(), &dd))
+	if len(dd.Findings) != 1 || dd.Findings[0].Path != "Makefile" || len(dd.Files) != 2 {
+		t.Errorf("diff --json findings %+v files %+v, want Makefile flagged among 2 files", dd.Findings, dd.Files)
 	}
 }

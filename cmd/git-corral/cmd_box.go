@@ -178,7 +178,7 @@ func (a *app) listEntry(ctx context.Context, m *vm.Manager, s vm.Status) listEnt
 	e.Project, e.Network, e.TCG = meta.Project, meta.Network, meta.TCG
 	cfg := policy.Default()
 	cfg.Network = policy.Network(meta.Network)
-	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, Config: cfg}, meta.TCG)
+	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg}, meta.TCG)
 	switch {
 	case err != nil:
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()

@@ -18,16 +18,10 @@ import (
 	"github.com/git-corral/git-corral/project"
 )
 
-// boxGuest returns a running box's Guest for box, booting it if needed, and the guest path its
-// clone-mode checkout lives at, given the clone's real host directory. Until package vm lands it
-// reports errCloneNoBox until it is bound to vm's SSH client. Tests bind it to
+// boxGuest returns a running clone-mode box's Guest (booting it, or creating it when req.Flags
+// allow), after the guard check, and the guest path its checkout lives at. Tests bind it to
 // internal/sandboxguest.
-var boxGuest = func(ctx context.Context, a *app, box, hostDir string) (clone.Guest, string, error) {
-	return nil, "", errCloneNoBox
-}
-
-// errCloneNoBox is what clone says while delivery into a box is not wired.
-var errCloneNoBox = errors.New("delivering a clone into a box is not wired in this build yet")
+var boxGuest = realBoxGuest
 
 type cloneDoc struct {
 	Box       string          `json:"box"`
@@ -44,6 +38,12 @@ func defineClone(fs *pflag.FlagSet) runFunc {
 	jsonOut := fs.Bool("json", false, "print one JSON document")
 	branch := fs.String("branch", "", "branch to check out in the box")
 	timeout := fs.Duration("timeout", 0, "cap on the whole fetch")
+	f := boxFlags{
+		yes:      fs.BoolP("yes", "y", false, "create the box without asking when it does not exist"),
+		noCreate: fs.Bool("no-create", false, "fail instead of creating the box when it does not exist"),
+		network:  fs.String("network", "", "network mode of a new box: full, broker or offline"),
+		env:      new([]string),
+	}
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) < 1 || len(args) > 2 {
 			return usageErrorf("clone", "clone takes URL and an optional DIR")
@@ -65,7 +65,7 @@ func defineClone(fs *pflag.FlagSet) runFunc {
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(cwd, dir)
 		}
-		c := &cloneRun{a: a, src: src, raw: args[0], cwd: cwd, branch: *branch, timeout: *timeout, jsonOut: *jsonOut}
+		c := &cloneRun{a: a, src: src, raw: args[0], cwd: cwd, branch: *branch, timeout: *timeout, jsonOut: *jsonOut, flags: f}
 		return c.run(ctx, dir)
 	}
 }
@@ -77,6 +77,7 @@ type cloneRun struct {
 	raw, cwd, branch string
 	timeout          time.Duration
 	jsonOut          bool
+	flags            boxFlags
 }
 
 func (c *cloneRun) run(ctx context.Context, dir string) error {
@@ -102,6 +103,9 @@ func (c *cloneRun) run(ctx context.Context, dir string) error {
 		if err != nil {
 			if created {
 				os.Remove(dir)
+			}
+			if errors.Is(err, clone.ErrStoreExists) {
+				return withHint(err, fmt.Sprintf("an earlier clone into %s left its store (box %s may still hold its work: 'git corral fetch' there first); remove the store and 'git corral --box %s delete' the box, or clone into another DIR", doc.Dir, doc.Box, doc.Box))
 			}
 			return withHint(err, "nothing was kept; the repository was not checked out anywhere")
 		}
@@ -129,10 +133,10 @@ func (c *cloneRun) run(ctx context.Context, dir string) error {
 
 // deliver hands the store to the box and records that it did.
 func (c *cloneRun) deliver(ctx context.Context, doc *cloneDoc, rec *clone.Record) error {
-	g, guestDir, err := boxGuest(ctx, c.a, doc.Box, doc.Dir)
+	g, guestDir, err := boxGuest(ctx, c.a, guestRequest{Cmd: "clone", Box: doc.Box, HostDir: doc.Dir, Flags: &c.flags})
 	if err != nil {
 		return withHint(fmt.Errorf("deliver into box %s: %w", doc.Box, err),
-			fmt.Sprintf("the fetched and validated store is kept at %s; run 'git corral clone %s %s' again to deliver it once boxes can be booted", doc.Store, c.raw, doc.Dir))
+			fmt.Sprintf("the fetched and validated store is kept at %s; run 'git corral clone %s %s' again to deliver it", doc.Store, c.raw, doc.Dir))
 	}
 	origin := ""
 	if c.src.Kind != clone.KindLocal {

@@ -32,7 +32,7 @@ func defineFetch(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		g, guestDir, err := boxGuest(ctx, a, box, hostDir)
+		g, guestDir, err := boxGuest(ctx, a, guestRequest{Cmd: "fetch", Box: box, HostDir: hostDir})
 		if err != nil {
 			return withHint(fmt.Errorf("fetch from box %s: %w", box, err), "nothing was fetched")
 		}

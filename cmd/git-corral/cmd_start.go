@@ -99,6 +99,9 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	if *f.yes && *f.noCreate {
 		return nil, usageErrorf(cmd, "--yes and --no-create exclude each other")
 	}
+	if s, ok, err := a.cloneDirSession(ctx, cmd, f); ok || err != nil { // clonebox.go
+		return s, err
+	}
 	p, err := a.project(ctx)
 	if err != nil {
 		return nil, err
@@ -106,6 +109,9 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	cfg, err := a.config(ctx, p, f)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Source == sourceClone { // clonebox.go: no mount, HEAD + tracked changes delivered
+		return a.ensureCloneSource(ctx, cmd, f, p, cfg)
 	}
 	m, err := a.manager()
 	if err != nil {
