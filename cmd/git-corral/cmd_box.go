@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/project"
+	"github.com/git-corral/git-corral/provision"
 	"io"
 	"os"
 	"path/filepath"
@@ -176,9 +178,12 @@ func (a *app) listEntry(ctx context.Context, m *vm.Manager, s vm.Status) listEnt
 		return e
 	}
 	e.Project, e.Network, e.TCG = meta.Project, meta.Network, meta.TCG
-	cfg := policy.Default()
-	cfg.Network = policy.Network(meta.Network)
-	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg}, meta.TCG)
+	cfg, bundle, err := a.boxInputs(ctx, m, meta)
+	if err != nil {
+		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
+		return e
+	}
+	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle}, meta.TCG)
 	switch {
 	case err != nil:
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
@@ -236,3 +241,27 @@ func (a *app) catLog(path string) error {
 	_, err = io.WriteString(a.stdout, visible.Lines(string(b)))
 	return err
 }
+
+// boxInputs loads what a box's template is rendered from now, as start would: the effective
+// configuration of its project and, for a mounted project, the guest scripts.
+func (a *app) boxInputs(ctx context.Context, m *vm.Manager, meta vm.Meta) (*policy.Config, provision.Bundle, error) {
+	if meta.NoProjectMount {
+		cfg, err := a.cloneConfig(ctx, meta.Project, meta.Box, boxFlags{network: ptrTo(meta.Network)})
+		return cfg, provision.Bundle{}, err
+	}
+	p, err := project.Find(ctx, meta.Project)
+	if err != nil {
+		return nil, provision.Bundle{}, err
+	}
+	eff, err := policy.Load(ctx, policy.LoadOptions{Home: m.Home, TopLevel: p.TopLevel, Box: meta.Box})
+	if err != nil {
+		return nil, provision.Bundle{}, err
+	}
+	g, err := renderGuest(ctx, p, m.Home, meta.Box, eff.Config, meta.BrokerPort)
+	if err != nil {
+		return nil, provision.Bundle{}, err
+	}
+	return eff.Config, g.bundle, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
