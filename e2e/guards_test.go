@@ -9,8 +9,26 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// brokerPID reads the broker child's PID from the box metadata.
+func brokerPID(t *testing.T, box string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(suite.home, "boxes", box+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		BrokerPID int `json:"brokerPid"`
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	return meta.BrokerPID
+}
 
 // writeFile writes a file into a project as the test user would own it.
 func writeFile(t *testing.T, path, content string, mode os.FileMode) {
@@ -170,6 +188,31 @@ cat <&3`
 			}
 		}
 	})
+	t.Run("killing the broker mid-session fails new connections closed; the next run restarts it", func(t *testing.T) {
+		pid := brokerPID(t, box)
+		if pid == 0 {
+			t.Fatal("no broker PID in the box metadata")
+		}
+		done := make(chan result, 1)
+		go func() {
+			done <- corral(t, dir, nil, "run", "--", "bash", "-c", "sleep 6; "+fetch, "fetch", "http://"+allowed+"/", allowed)
+		}()
+		time.Sleep(3 * time.Second)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill broker %d: %v", pid, err)
+		}
+		r := <-done
+		if strings.Contains(r.stdout, "allowed-upstream-ok") || r.code == 0 {
+			t.Fatalf("exit %d, stdout %q: a connection went through with the broker dead", r.code, r.stdout)
+		}
+		r = corral(t, dir, nil, "run", "--", "bash", "-c", fetch, "fetch", "http://"+allowed+"/", allowed)
+		if !strings.Contains(r.stdout, "allowed-upstream-ok") {
+			t.Fatalf("after a new run the broker is not back: %q %q", r.stdout, r.stderr)
+		}
+		if p := brokerPID(t, box); p == 0 || p == pid {
+			t.Errorf("broker PID %d after restart (was %d)", p, pid)
+		}
+	})
 	t.Run("git corral egress shows both decisions", func(t *testing.T) {
 		r := corral(t, dir, nil, "egress", "--json")
 		var doc struct {
@@ -193,6 +236,19 @@ cat <&3`
 		}
 		if doc.Mode != "broker" || allow == 0 || deny < 2 {
 			t.Errorf("egress: mode %q, %d allowed, %d denied destinations: %s", doc.Mode, allow, deny, r.stdout)
+		}
+	})
+	t.Run("stop ends the box's broker", func(t *testing.T) {
+		pid := brokerPID(t, box)
+		if r := corral(t, dir, nil, "stop"); r.code != 0 {
+			t.Fatalf("stop: exit %d: %s", r.code, r.stderr)
+		}
+		if pid != 0 {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
+				if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), "broker") {
+					t.Errorf("broker %d still runs after stop", pid)
+				}
+			}
 		}
 	})
 }

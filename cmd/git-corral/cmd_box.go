@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/provision"
 	"io"
@@ -77,8 +78,25 @@ func (a *app) stopBox(ctx context.Context, m *vm.Manager, box string) error {
 	if err := m.Stop(ctx, box); err != nil {
 		return withHint(err, "'git corral logs' shows what Lima said")
 	}
+	a.stopBroker(m, box)
 	fmt.Fprintf(a.stderr, "box %s stopped\n", box)
 	return nil
+}
+
+// stopBroker ends the box's broker child, which lives as long as the box runs.
+func (a *app) stopBroker(m *vm.Manager, box string) {
+	meta, err := m.ReadMeta(box)
+	if err != nil || meta.BrokerPID == 0 {
+		return
+	}
+	if err := broker.StopChild(meta.BrokerPID, box); err != nil {
+		a.notice(err.Error())
+		return
+	}
+	meta.BrokerPID = 0
+	if err := m.WriteMeta(meta); err != nil {
+		a.notice(err.Error())
+	}
 }
 
 func defineDelete(fs *pflag.FlagSet) runFunc {
@@ -115,6 +133,7 @@ func defineDelete(fs *pflag.FlagSet) runFunc {
 		} else if !st.Exists() {
 			return withHint(fmt.Errorf("delete box %s: %w", box, vm.ErrNoBox), "'git corral list' shows the boxes")
 		}
+		a.stopBroker(m, box)
 		if err := m.Delete(ctx, box); err != nil {
 			return withHint(err, "'git corral logs' shows what Lima said")
 		}
