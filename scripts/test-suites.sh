@@ -15,7 +15,7 @@ run_suite() { # name, then the go test arguments
   rc=$?
   t1=$(date +%s)
   # Human-readable output: the package lines and any failing test's output.
-  "$GO" run ./internal/testsummary -name "$name" -seconds $((t1 - t0)) <"$logdir/$name.json" >>"$logdir/summary"
+  "$GO" run ./internal/testsummary -name "$name" -seconds $((t1 - t0)) <"$logdir/$name.json" | tee -a "$logdir/summary"
   cat "$logdir/$name.err" >&2
   return $rc
 }
