@@ -51,6 +51,9 @@ func RecordBase(ctx context.Context, p *project.Project, box string) (string, er
 
 // RecordBaseWith is RecordBase with options.
 func RecordBaseWith(ctx context.Context, p *project.Project, box string, o BaseOptions) (string, error) {
+	if p == nil {
+		return "", fmt.Errorf("record session base: no project")
+	}
 	if !validBox.MatchString(box) {
 		return "", fmt.Errorf("record session base: invalid box name %q", box)
 	}

@@ -216,9 +216,12 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	if err != nil {
 		return err
 	}
-	g, err := session.Begin(ctx, session.Options{Project: s.project, Home: s.m.Home, Box: s.box, Protect: s.plan != nil, OnChange: a.shadowChange(lg, rec)})
-	if err != nil {
-		return withHint(err, "the checkout's git metadata must be repaired before the host's git uses it")
+	// A clone-mode box mounts nothing of the host: no git metadata to guard, no host session base.
+	g := &session.Guard{}
+	if s.project != nil {
+		if g, err = session.Begin(ctx, session.Options{Project: s.project, Home: s.m.Home, Box: s.box, Protect: s.plan != nil, OnChange: a.shadowChange(lg, rec)}); err != nil {
+			return withHint(err, "the checkout's git metadata must be repaired before the host's git uses it")
+		}
 	}
 	launch := rec
 	launch.Event, launch.Argv, launch.EnvNames = audit.EventLaunch, argv, envNames
