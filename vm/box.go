@@ -131,6 +131,8 @@ type Meta struct {
 	MountType    string    `json:"mountType"`
 	TCG          bool      `json:"tcg"`
 	Network      string    `json:"network"`
+	// Golden is the key of the golden base the box's disk is an overlay of; "" from scratch.
+	Golden string `json:"golden,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.
