@@ -128,12 +128,16 @@ func (m *Manager) Goldens() ([]Golden, error) {
 	return out, nil
 }
 
-// goldenUsers maps a golden key to the boxes whose metadata names it.
+// goldenUsers maps a golden key to the boxes whose metadata names it and whose Lima instance
+// still exists (metadata left by a box deleted behind git corral's back does not pin a base).
 func (m *Manager) goldenUsers() map[string][]string {
 	out := map[string][]string{}
 	metas, _ := filepath.Glob(filepath.Join(m.Home.Dir, "boxes", "*.json"))
 	for _, p := range metas {
 		box := strings.TrimSuffix(filepath.Base(p), ".json")
+		if _, err := os.Stat(filepath.Join(m.Home.LimaHome(), box)); err != nil {
+			continue
+		}
 		if meta, err := m.ReadMeta(box); err == nil && meta.Golden != "" {
 			out[meta.Golden] = append(out[meta.Golden], box)
 		}

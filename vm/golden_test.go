@@ -141,7 +141,15 @@ func TestGoldensAndPrune(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(m.GoldenRoot(), "halfbuilt"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WriteMeta(Meta{Box: "b1", Golden: "used"}); err != nil {
+	for _, b := range []string{"b1", "gone"} {
+		if err := m.WriteMeta(Meta{Box: b, Golden: "used"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.WriteMeta(Meta{Box: "gone2", Golden: "unused"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(h.LimaHome(), "b1"), 0o700); err != nil { // only b1's instance exists
 		t.Fatal(err)
 	}
 	gs, err := m.Goldens()
