@@ -29,8 +29,14 @@ var suite struct {
 }
 
 // e2eBase holds the suite's CORRAL_HOME; fixed so that a later run can sweep what a killed run
-// left behind.
-const e2eBase = "/var/tmp/corral-e2e"
+// left behind. $CORRAL_E2E_BASE moves it, so that two suites on one machine (engineers working
+// side by side) never sweep each other's boxes.
+var e2eBase = func() string {
+	if d := os.Getenv("CORRAL_E2E_BASE"); d != "" {
+		return d
+	}
+	return "/var/tmp/corral-e2e"
+}()
 
 func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_E2E") != "1" {
