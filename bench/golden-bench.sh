@@ -6,6 +6,7 @@ set -euo pipefail
 U=${BENCH_USER:-corral-ci}
 PAIRS=${PAIRS:-2}
 LC=${LIMACTL:-/usr/local/lib/git-corral/lima/bin/limactl}
+# shellcheck disable=SC2012 # image directories are hex hashes
 IMG=${IMAGE_DIR:-$(ls -d /var/cache/git-corral/images/*/ | head -1)}
 IMG=${IMG%/}
 W=/var/tmp/corral-golden-bench
@@ -42,13 +43,16 @@ containerd: {system: false, user: false}
 video: {display: none}
 YAML
 chown "$U:" "$W/box.yaml"
+# cpu NAME: CPU seconds the box's QEMU process has used so far (less sensitive to a busy
+# neighbour than wall time, since TCG boots are CPU-bound).
+cpu() { ps -o times= -p "$(cat "$W/lima/$1/qemu.pid")" | tr -d ' '; }
 t() { local s e; s=$(date +%s.%N); "$@" >>"$W/log" 2>&1; e=$(date +%s.%N); echo "$e - $s" | bc; }
 LCA() { as "$LC" --tty=false "$@"; }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The golden base: one box from scratch, stopped, its disk flattened into one read-only qcow2.
 g0=$(t LCA start --timeout 20m --name golden-src "$W/box.yaml")
-echo "golden source boot (from scratch): $g0 s"
+echo "golden source boot (from scratch): $g0 s, QEMU CPU $(cpu golden-src) s"
 LCA stop golden-src >>"$W/log" 2>&1
 gb=$(t as qemu-img convert -O qcow2 "$W/lima/golden-src/diffdisk" "$W/golden.qcow2")
 chmod 0444 "$W/golden.qcow2"
@@ -65,7 +69,7 @@ rm -f "$W/probe.qcow2"
 for i in $(seq 1 "$PAIRS"); do
   echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
   s=$(t LCA start --timeout 20m --name "scratch$i" "$W/box.yaml")
-  echo "pair $i scratch: create+start to READY $s s, instance dir $(du -sm "$W/lima/scratch$i" | cut -f1) MB"
+  echo "pair $i scratch: create+start to READY $s s, QEMU CPU $(cpu "scratch$i") s, instance dir $(du -sm "$W/lima/scratch$i" | cut -f1) MB"
   LCA delete --force "scratch$i" >>"$W/log" 2>&1
   echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
   s0=$(date +%s.%N)
@@ -77,7 +81,7 @@ for i in $(seq 1 "$PAIRS"); do
   as sh -c "printf %s 'root=/dev/vda rw console=ttyS0 net.ifnames=0' > '$d/kernel.cmdline'"
   LCA start --timeout 20m "gold$i" >>"$W/log" 2>&1
   e0=$(date +%s.%N)
-  echo "pair $i golden: create+overlay+start to READY $(echo "$e0 - $s0" | bc) s, instance dir $(du -sm "$d" | cut -f1) MB"
+  echo "pair $i golden: create+overlay+start to READY $(echo "$e0 - $s0" | bc) s, QEMU CPU $(cpu "gold$i") s, instance dir $(du -sm "$d" | cut -f1) MB, diffdisk $(du -m "$d/diffdisk" | cut -f1) MB"
   LCA shell "gold$i" -- sh -c 'echo written > ~/golden-write-test && sync' >>"$W/log" 2>&1 || echo "shell write failed"
   LCA delete --force "gold$i" >>"$W/log" 2>&1
 done
