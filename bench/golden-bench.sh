@@ -2,6 +2,10 @@
 # golden-bench.sh: time to a ready second box from a golden base (qcow2 backing file) versus
 # from scratch, and the disk each uses, versus `limactl clone`. Run as root; limactl runs as
 # $BENCH_USER (default corral-ci). PAIRS=N repeats scratch/golden pairs (default 2).
+# PROVISION=go adds a provisioning step to the template, a toolchain install that runs at first
+# boot like a product guest script would: the host's Go toolchain (/usr/local/go, ~270 MB) is put
+# on the 9p share as a tarball and unpacked to /opt/go in the guest; later boots (and boxes from
+# the golden base) find it and skip. No network is used.
 set -euo pipefail
 U=${BENCH_USER:-corral-ci}
 PAIRS=${PAIRS:-2}
@@ -42,6 +46,21 @@ ssh: {localPort: 0, loadDotSSHPubKeys: false}
 containerd: {system: false, user: false}
 video: {display: none}
 YAML
+if [ "${PROVISION:-}" = go ]; then
+  tar -C /usr/local -cf - go | gzip -1 >"$W/share/go.tar.gz"
+  chown "$U:" "$W/share/go.tar.gz"
+  cat >>"$W/box.yaml" <<'YAML'
+provision:
+- mode: system
+  script: |
+    #!/bin/sh
+    set -e
+    test -x /opt/go/bin/go && exit 0
+    mkdir -p /opt
+    tar -C /opt -xzf /mnt/share/go.tar.gz
+    /opt/go/bin/go version
+YAML
+fi
 chown "$U:" "$W/box.yaml"
 # cpu NAME: CPU seconds the box's QEMU process has used so far (less sensitive to a busy
 # neighbour than wall time, since TCG boots are CPU-bound).
@@ -83,6 +102,9 @@ for i in $(seq 1 "$PAIRS"); do
   e0=$(date +%s.%N)
   echo "pair $i golden: create+overlay+start to READY $(echo "$e0 - $s0" | bc) s, QEMU CPU $(cpu "gold$i") s, instance dir $(du -sm "$d" | cut -f1) MB, diffdisk $(du -m "$d/diffdisk" | cut -f1) MB"
   LCA shell "gold$i" -- sh -c 'echo written > ~/golden-write-test && sync' >>"$W/log" 2>&1 || echo "shell write failed"
+  if [ "${PROVISION:-}" = go ]; then
+    LCA shell "gold$i" -- /opt/go/bin/go version >>"$W/log" 2>&1 && echo "pair $i golden: toolchain from the base present" || echo "pair $i golden: TOOLCHAIN MISSING"
+  fi
   LCA delete --force "gold$i" >>"$W/log" 2>&1
 done
 sum1=$(sha256sum "$W/golden.qcow2" | cut -d' ' -f1)
