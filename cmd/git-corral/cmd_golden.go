@@ -25,6 +25,11 @@ func defineGolden(fs *pflag.FlagSet) runFunc {
 		if len(args) == 1 {
 			verb = args[0]
 		}
+		switch verb {
+		case "list", "build", "prune", "verify":
+		default:
+			return usageErrorf("golden", "unknown golden verb %q (list, build, prune or verify)", verb)
+		}
 		m, err := a.manager()
 		if err != nil {
 			return err
