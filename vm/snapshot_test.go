@@ -2,9 +2,12 @@ package vm
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +93,62 @@ func TestSessionMarker(t *testing.T) {
 	}
 	if since, _, _ := m.lastSession("b", time.Minute); !since.Equal(old) {
 		t.Fatalf("since %v, want the marker's mtime %v", since, old)
+	}
+}
+
+// TestIdleBoxes: a running box (a Lima instance directory whose host agent and QEMU pids are
+// alive: this test process stands in for both) is idle once its last session is older than
+// idle_stop, never while a session holds it, and never with a limit of 0.
+func TestIdleBoxes(t *testing.T) {
+	h := home.Home{Dir: t.TempDir()}
+	t.Setenv("LIMA_HOME", h.LimaHome())
+	m := &Manager{Home: h}
+	inst := filepath.Join(h.LimaHome(), "b1")
+	if err := os.MkdirAll(inst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	for f, b := range map[string][]byte{"lima.yaml": []byte("vmType: qemu\nimages: [{location: /x, arch: x86_64}]\n"), "ha.pid": pid, "qemu.pid": pid} {
+		if err := os.WriteFile(filepath.Join(inst, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The host agent's API socket, answered as Lima's host agent would (a fake at the process
+	// boundary: Inspect asks it for the SSH port).
+	l, err := net.Listen("unix", filepath.Join(inst, "ha.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"sshLocalPort": 22}`))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { srv.Close() })
+	if st, err := m.Inspect("b1"); err != nil || st.Status != "Running" {
+		t.Skipf("Lima does not see the stand-in instance as running (%v, %q %v): cannot test idle detection here", err, st.Status, st.Errors)
+	}
+	end, err := m.BeginSession(context.Background(), "b1", 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if idle, _ := m.IdleBoxes(later, time.Minute); len(idle) != 0 {
+		t.Fatalf("box with a live session reported idle: %+v", idle)
+	}
+	end()
+	idle, err := m.IdleBoxes(later, time.Minute)
+	if err != nil || len(idle) != 1 || idle[0].Box != "b1" || idle[0].Limit != "30m0s" {
+		t.Fatalf("an hour after the session: %+v, %v; want b1 idle against its 30m", idle, err)
+	}
+	if idle, _ := m.IdleBoxes(time.Now().Add(10*time.Minute), time.Minute); len(idle) != 0 {
+		t.Fatalf("10 minutes after the session, under 30m: %+v", idle)
+	}
+	end0, err := m.BeginSession(context.Background(), "b1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end0()
+	if idle, _ := m.IdleBoxes(later.Add(24*time.Hour), time.Minute); len(idle) != 0 {
+		t.Fatalf("idle_stop 0 must never stop: %+v", idle)
 	}
 }
