@@ -168,7 +168,7 @@ func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (str
 	key := GoldenKey(r.Image, spec.Config, spec.Bundle)
 	g, err := m.EnsureGolden(ctx, spec, key)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w (--no-golden or golden = false creates the box from scratch)", err)
 	}
 	return key, m.CreateFromGolden(ctx, spec.Box, r, g, spec.Progress)
 }
