@@ -2,8 +2,9 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -105,9 +106,11 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 }
 
 // CreateFromGolden creates box from its rendered template with its disk as a copy-on-write
-// overlay of g: Lima finds basedisk and diffdisk already there and copies nothing. basedisk is
-// an overlay too (Lima only checks that it exists and is not an ISO), and the kernel, initrd and
-// kernel command line are copied from the image as Lima would.
+// overlay of g. limactl create prepares the instance as for a box from scratch (it copies the
+// image to basedisk, and the kernel, initrd and command line); then basedisk and diffdisk are
+// replaced by overlays of g. Lima starts a box whose diffdisk exists without touching either
+// (EnsureDisk returns early; basedisk is only checked not to be an ISO), so the box boots from g.
+// The transient image copy is freed here.
 func (m *Manager) CreateFromGolden(ctx context.Context, box string, r Rendered, g Golden, p *Progress) error {
 	if err := m.Create(ctx, box, r.YAML, p); err != nil {
 		return err
@@ -117,32 +120,13 @@ func (m *Manager) CreateFromGolden(ctx context.Context, box string, r Rendered, 
 		return err
 	}
 	for _, d := range []string{"basedisk", "diffdisk"} {
-		if err := qemuImg(ctx, "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", g.DiskPath(), filepath.Join(st.Dir, d)); err != nil {
+		path := filepath.Join(st.Dir, d)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("create box %s from golden base %s: %w", box, g.Key, err)
+		}
+		if err := qemuImg(ctx, "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", g.DiskPath(), path); err != nil {
 			return fmt.Errorf("create box %s from golden base %s: %w", box, g.Key, err)
 		}
 	}
-	for src, dst := range map[string]string{r.Image.Kernel(): "kernel", r.Image.Initrd(): "initrd"} {
-		if err := copyFile(src, filepath.Join(st.Dir, dst)); err != nil {
-			return fmt.Errorf("create box %s from golden base %s: %w", box, g.Key, err)
-		}
-	}
-	return os.WriteFile(filepath.Join(st.Dir, "kernel.cmdline"), []byte(kernelCmdline), 0o644)
-}
-
-// copyFile copies src to dst (created, mode 0644).
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return nil
 }
