@@ -86,10 +86,12 @@ ov=$(t as qemu-img create -f qcow2 -F qcow2 -b "$W/golden.qcow2" "$W/probe.qcow2
 echo "qemu-img overlay create: $ov s, $(du -k "$W/probe.qcow2" | cut -f1) KB"
 rm -f "$W/probe.qcow2"
 for i in $(seq 1 "$PAIRS"); do
+  if [ "${SCRATCH:-1}" = 1 ]; then
   echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
   s=$(t LCA start --timeout 20m --name "scratch$i" "$W/box.yaml")
   echo "pair $i scratch: create+start to READY $s s, QEMU CPU $(cpu "scratch$i") s, instance dir $(du -sm "$W/lima/scratch$i" | cut -f1) MB"
   LCA delete --force "scratch$i" >>"$W/log" 2>&1
+  fi
   echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
   s0=$(date +%s.%N)
   LCA create --name "gold$i" "$W/box.yaml" >>"$W/log" 2>&1
