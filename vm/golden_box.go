@@ -64,6 +64,11 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	if err := m.Start(ctx, name, spec.Progress); err != nil {
 		return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)
 	}
+	// The base must not carry the build box's identity: clear the machine-id that the first boot
+	// generated, so that every box made from it generates its own (the image ships it empty too).
+	if err := m.run(ctx, name, nil, "shell", "--workdir", "/", name, "sudo", "sh", "-c", ": > /etc/machine-id"); err != nil {
+		return Golden{}, fmt.Errorf("build golden base %s: clear machine-id: %w", key, err)
+	}
 	if err := m.Stop(ctx, name); err != nil {
 		return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)
 	}
