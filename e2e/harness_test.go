@@ -32,7 +32,6 @@ var suite struct {
 // e2eBase holds the suite's CORRAL_HOME; fixed so that a later run can sweep what a killed run
 // left behind. CORRAL_E2E_BASE (an absolute path) gives a run its own base, so that two runs on
 // one machine do not sweep each other's boxes.
-// left behind.
 var e2eBase = cmp.Or(os.Getenv("CORRAL_E2E_BASE"), "/var/tmp/corral-e2e")
 
 func TestMain(m *testing.M) {

@@ -29,6 +29,7 @@ func TestProjectOK(t *testing.T) {
 		{`stop_on_exit = true`, func(c *Config) any { return c.StopOnExit }, true},
 		{`golden = true`, func(c *Config) any { return c.Golden }, true},
 		{`snapshot = true`, func(c *Config) any { return c.Snapshot }, true},
+		{`snapshots_keep = 5`, func(c *Config) any { return c.SnapshotsKeep }, 5},
 	}
 	for _, tc := range ok {
 		t.Run(tc.toml, func(t *testing.T) {

@@ -66,11 +66,13 @@ type Config struct {
 	IdleStop time.Duration
 	// StopOnExit is `stop_on_exit`: stop the box when the last session ends.
 	StopOnExit bool
-	// Golden is `golden`: keep a copy of the disk after the first successful provisioning and
-	// start new boxes of this project from it.
+	// Golden is `golden`: start new boxes from a shared, read-only golden base of their guest
+	// recipe (image, packages, product guest scripts) instead of from scratch. Default on.
 	Golden bool
 	// Snapshot is `snapshot`: take a disk snapshot before each session so it can be undone.
 	Snapshot bool
+	// SnapshotsKeep is `snapshots_keep`: how many automatic snapshots a box keeps.
+	SnapshotsKeep int
 	// GitIdentity is `git_identity`: host (the host's user.name/email), corral (a fixed
 	// pseudonymous identity) or none; from loosest to strictest.
 	GitIdentity string
@@ -111,5 +113,7 @@ func Default() *Config {
 		GitIdentity:        "host",
 		AgentState:         "shared",
 		GitTokens:          map[string]string{},
+		Golden:             false,
+		SnapshotsKeep:      3,
 	}
 }

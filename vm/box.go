@@ -139,6 +139,8 @@ type Meta struct {
 	BrokerPID int `json:"brokerPid,omitempty"`
 	// NoProjectMount is true for a clone-mode box, which mounts nothing of the host.
 	NoProjectMount bool `json:"noProjectMount,omitempty"`
+	// Golden is the key of the golden base the box's disk is an overlay of; "" from scratch.
+	Golden string `json:"golden,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.

@@ -35,6 +35,9 @@ type BoxSpec struct {
 	Progress *Progress
 	// Notice prints one-line notices (software emulation, waiting for a lock).
 	Notice func(string)
+	// Golden creates a new box as an overlay of the golden base of its guest recipe (built
+	// first when missing) instead of from scratch.
+	Golden bool
 }
 
 // ErrDeclined is returned when the user answers no to creating a box.
@@ -152,14 +155,15 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Create(ctx, spec.Box, r.YAML, spec.Progress); err != nil {
+	golden, err := m.createDisk(ctx, spec, r)
+	if err != nil {
 		spec.Progress.Done("box "+spec.Box, err)
 		return err
 	}
 	return m.WriteMeta(Meta{
 		Box: spec.Box, Project: spec.ProjectDir, Created: time.Now().UTC().Truncate(time.Second),
 		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
-		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort,
+		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort, Golden: golden,
 	})
 }
 
@@ -188,4 +192,18 @@ func (m *Manager) checkMountMode(spec BoxSpec, st Status) error {
 		return fmt.Errorf("%w: box %s was created with %s mounted, and clone mode needs a box without a mount", ErrMountMode, spec.Box, meta.Project)
 	}
 	return nil
+}
+
+// createDisk creates the box's instance, from its golden base when spec.Golden, and returns the
+// golden key used ("" from scratch).
+func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (string, error) {
+	if !spec.Golden {
+		return "", m.Create(ctx, spec.Box, r.YAML, spec.Progress)
+	}
+	key := GoldenKey(r.Image, spec.Config, spec.Bundle)
+	g, err := m.EnsureGolden(ctx, spec, key)
+	if err != nil {
+		return "", fmt.Errorf("%w (--no-golden or golden = false creates the box from scratch)", err)
+	}
+	return key, m.CreateFromGolden(ctx, spec.Box, r, g, spec.Progress)
 }

@@ -30,6 +30,7 @@ type boxFlags struct {
 	noCreate *bool
 	network  *string
 	env      *[]string
+	noGolden *bool // golden bases: cmd_golden.go
 }
 
 func defineBoxFlags(fs *pflag.FlagSet) boxFlags {
@@ -38,6 +39,7 @@ func defineBoxFlags(fs *pflag.FlagSet) boxFlags {
 		noCreate: fs.Bool("no-create", false, "fail instead of creating the box when it does not exist"),
 		network:  fs.String("network", "", "network mode of a new box: full, broker or offline"),
 		env:      fs.StringArray("env", nil, "pass the host variable `NAME` into the session (repeatable)"),
+		noGolden: fs.Bool("no-golden", false, "create a new box from scratch, not from its golden base"),
 	}
 }
 
@@ -149,6 +151,8 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	if !*f.yes {
 		spec.Confirm = a.confirmCreate(p.Box, p.TopLevel)
 	}
+	spec.Golden = cfg.Golden && !*f.noGolden // golden bases: cmd_golden.go
+	a.beforeSession(ctx, m, p.Box, cfg)      // snapshot and idle stop: cmd_snapshot.go, cmd_gc.go
 	s.st, err = m.Ensure(ctx, spec)
 	var ee *exitError
 	switch {

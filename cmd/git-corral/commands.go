@@ -45,6 +45,10 @@ func commands() []*command {
 		{name: "logs", summary: "show Lima's logs of this repository's box", define: defineLogs},
 		{name: "doctor", summary: "check every host prerequisite of a box and print the fix", define: defineDoctor},
 		{name: "image", summary: "build, list and prune the local base images", define: defineImage, verbs: imageVerbs},
+		{name: "golden", summary: "list, build, verify and prune the golden bases new boxes start from", define: defineGolden, verbs: goldenVerbs},
+		{name: "snapshot", summary: "create, list, restore or delete snapshots of the stopped box", define: defineSnapshot, verbs: snapshotVerbs},
+		{name: "undo", summary: "restore the stopped box to its newest snapshot", define: defineUndo},
+		{name: "gc", summary: "stop boxes idle longer than idle_stop", define: defineGC},
 		{name: "info", summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "audit", summary: "show the audit log of sessions and guards", define: defineAudit},
 

@@ -1,0 +1,172 @@
+package vm
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/provision"
+)
+
+// TestGoldenKey: the key changes with every guest-recipe input and with nothing per box.
+func TestGoldenKey(t *testing.T) {
+	img := Image{Hash: "aaaa"}
+	base := func() (*policy.Config, provision.Bundle) {
+		c := policy.Default()
+		c.Packages = []string{"make", "gcc"}
+		return c, provision.Bundle{Scripts: []provision.Script{{Name: "10-base.sh", Mode: provision.ModeSystem, Body: "true\n"}}}
+	}
+	c0, b0 := base()
+	k0 := GoldenKey(img, c0, b0)
+	changes := map[string]func(c *policy.Config, b *provision.Bundle, i *Image){
+		"image":        func(_ *policy.Config, _ *provision.Bundle, i *Image) { i.Hash = "bbbb" },
+		"disk":         func(c *policy.Config, _ *provision.Bundle, _ *Image) { c.Disk = "20GiB" },
+		"packages":     func(c *policy.Config, _ *provision.Bundle, _ *Image) { c.Packages = append(c.Packages, "git") },
+		"script body":  func(_ *policy.Config, b *provision.Bundle, _ *Image) { b.Scripts[0].Body = "false\n" },
+		"script mode":  func(_ *policy.Config, b *provision.Bundle, _ *Image) { b.Scripts[0].Mode = provision.ModeUser },
+		"script added": func(_ *policy.Config, b *provision.Bundle, _ *Image) { b.Scripts = append(b.Scripts, b.Scripts[0]) },
+		// A body that smuggles the next field's separator must not collide with two fields.
+		"split body": func(_ *policy.Config, b *provision.Bundle, _ *Image) { b.Scripts[0].Name = "10-base.sh\x00system" },
+	}
+	for name, change := range changes {
+		c, b := base()
+		i := img
+		change(c, &b, &i)
+		if GoldenKey(i, c, b) == k0 {
+			t.Errorf("%s changed but the golden key did not", name)
+		}
+	}
+	same := map[string]func(c *policy.Config){
+		"package order": func(c *policy.Config) { c.Packages = []string{"gcc", "make"} },
+		"network":       func(c *policy.Config) { c.Network = policy.NetworkOffline },
+		"cpus":          func(c *policy.Config) { c.CPUs = 1 },
+		"provision":     func(c *policy.Config) { c.Provision = []string{"scripts/repo.sh"} },
+	}
+	for name, change := range same {
+		c, b := base()
+		change(c)
+		if GoldenKey(img, c, b) != k0 {
+			t.Errorf("%s changed the golden key: it is per box, not part of the guest recipe", name)
+		}
+	}
+}
+
+// TestGoldenNeverWritten: a box disk made as CreateFromGolden makes it (a qcow2 overlay backed
+// by the golden file) takes writes into the overlay only; the golden file's hash is unchanged and
+// VerifyGolden agrees, and a changed golden file is caught.
+func TestGoldenNeverWritten(t *testing.T) {
+	for _, tool := range []string{"qemu-img", "qemu-io"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (scripts/setup.sh installs qemu-utils)", tool)
+		}
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	g := Golden{Key: "k", Dir: dir}
+	run(t, "qemu-img", "create", "-q", "-f", "qcow2", g.DiskPath(), "64M")
+	run(t, "qemu-io", "-c", "write -P 0xaa 0 1M", g.DiskPath())
+	if err := os.Chmod(g.DiskPath(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := fileSHA256(ctx, g.DiskPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SHA256 = sum
+	box := filepath.Join(dir, "diffdisk")
+	if err := qemuImg(ctx, "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", g.DiskPath(), box); err != nil {
+		t.Fatal(err)
+	}
+	// The box writes over the golden data and past it, then reads its own data back.
+	run(t, "qemu-io", "-c", "write -P 0x55 0 2M", box)
+	if out := run(t, "qemu-io", "-c", "read -P 0x55 0 2M", box); strings.Contains(out, "Pattern verification failed") {
+		t.Fatalf("overlay does not hold the box's write: %s", out)
+	}
+	if err := VerifyGolden(ctx, g); err != nil {
+		t.Fatalf("golden base changed by a box using it: %v", err)
+	}
+	if out := run(t, "qemu-io", "-r", "-c", "read -P 0xaa 0 1M", g.DiskPath()); strings.Contains(out, "Pattern verification failed") {
+		t.Fatalf("golden base content changed: %s", out)
+	}
+	// The check can fail: a golden base written behind our back is reported.
+	if os.Geteuid() != 0 {
+		if f, err := os.OpenFile(g.DiskPath(), os.O_WRONLY, 0); err == nil {
+			f.Close()
+			t.Fatal("golden base (mode 0444) opened for writing")
+		}
+	}
+	if err := os.Chmod(g.DiskPath(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "qemu-io", "-c", "write -P 0x11 0 4k", g.DiskPath())
+	if err := VerifyGolden(ctx, g); err == nil || !strings.Contains(err.Error(), "was modified") {
+		t.Fatalf("VerifyGolden after a write = %v, want 'was modified'", err)
+	}
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v: %s", name, args, err, out)
+	}
+	return string(out)
+}
+
+// TestGoldensAndPrune: list names the boxes using a base; prune keeps those and removes the
+// unused and the half-built.
+func TestGoldensAndPrune(t *testing.T) {
+	h := home.Home{Dir: t.TempDir()}
+	m := &Manager{Home: h}
+	for _, k := range []string{"used", "unused"} {
+		g := Golden{Key: k, Dir: filepath.Join(m.GoldenRoot(), k), SHA256: "x"}
+		if err := os.MkdirAll(g.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(g.DiskPath(), []byte("disk"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeGoldenMeta(g); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(g.Dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(m.GoldenRoot(), "halfbuilt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"b1", "gone"} {
+		if err := m.WriteMeta(Meta{Box: b, Golden: "used"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.WriteMeta(Meta{Box: "gone2", Golden: "unused"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(h.LimaHome(), "b1"), 0o700); err != nil { // only b1's instance exists
+		t.Fatal(err)
+	}
+	gs, err := m.Goldens()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 2 || gs[1].Key != "used" || len(gs[1].Users) != 1 || gs[1].Users[0] != "b1" {
+		t.Fatalf("Goldens = %+v, want unused and used (by b1)", gs)
+	}
+	gone, err := m.PruneGoldens()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(gone, ",") != "halfbuilt,unused" {
+		t.Fatalf("pruned %v, want halfbuilt,unused", gone)
+	}
+	if _, err := m.FindGolden("used"); err != nil {
+		t.Fatalf("a base in use was pruned: %v", err)
+	}
+}

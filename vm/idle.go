@@ -1,0 +1,182 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/lima-vm/lima/pkg/store"
+)
+
+// A session marker, $CORRAL_HOME/boxes/<box>.session, tells gc whether a box is in use and
+// since when it is idle: every session process holds a shared flock on it for its whole life
+// (the kernel drops it when the process ends) and refreshes its mtime every minute, so its
+// mtime is the last time a session was alive, within a minute. It also records the idle_stop
+// that applied to the box's last session.
+
+// sessionTouch is how often a live session refreshes its marker.
+const sessionTouch = time.Minute
+
+// sessionMark is what a marker file holds.
+type sessionMark struct {
+	IdleStop string `json:"idleStop"`
+}
+
+func (m *Manager) sessionPath(box string) string {
+	return filepath.Join(m.Home.Dir, "boxes", box+".session")
+}
+
+// BeginSession marks box as in use until the process exits (or end is called), with idleStop
+// as the box's idle limit for gc.
+func (m *Manager) BeginSession(ctx context.Context, box string, idleStop time.Duration) (end func(), err error) {
+	p := m.sessionPath(box)
+	if err := m.Home.MkdirAll(filepath.Dir(p)); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open session marker %s: %w", p, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock session marker %s: %w", p, err)
+	}
+	b, _ := json.Marshal(sessionMark{IdleStop: idleStop.String()})
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt(append(b, '\n'), 0)
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(sessionTouch)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				_ = os.Chtimes(p, now, now)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		now := time.Now()
+		_ = os.Chtimes(p, now, now)
+		f.Close()
+	}, nil
+}
+
+// IdleBox is a running box gc found idle.
+type IdleBox struct {
+	Box      string        `json:"box"`
+	Idle     time.Duration `json:"-"`
+	IdleSecs int64         `json:"idleSeconds"`
+	Limit    string        `json:"idleStop"`
+	Stopped  bool          `json:"stopped"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// IdleBoxes returns the running boxes with no live session whose last session ended longer ago
+// than their idle_stop (or fallback, for a box that never recorded one). A limit of 0 never
+// stops. It only reads Lima's store and stats files: cheap enough for every launch.
+func (m *Manager) IdleBoxes(now time.Time, fallback time.Duration) ([]IdleBox, error) {
+	names, err := store.Instances()
+	if err != nil {
+		return nil, fmt.Errorf("list boxes: %w", err)
+	}
+	var out []IdleBox
+	for _, n := range names {
+		st, err := m.Inspect(n)
+		if err != nil || st.Status != store.StatusRunning {
+			continue
+		}
+		since, limit, busy := m.lastSession(n, fallback)
+		if busy || limit <= 0 || since.IsZero() {
+			continue
+		}
+		if idle := now.Sub(since); idle >= limit {
+			out = append(out, IdleBox{Box: n, Idle: idle, IdleSecs: int64(idle.Seconds()), Limit: limit.String()})
+		}
+	}
+	return out, nil
+}
+
+// lastSession reads box's marker: when a session was last alive, its idle limit, and whether a
+// session holds it now. Without a marker the box's start time (its ha.pid) counts.
+func (m *Manager) lastSession(box string, fallback time.Duration) (since time.Time, limit time.Duration, busy bool) {
+	limit = fallback
+	p := m.sessionPath(box)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if fi, err := os.Stat(filepath.Join(m.Home.LimaHome(), box, "ha.pid")); err == nil {
+			return fi.ModTime(), limit, false
+		}
+		return time.Time{}, limit, false
+	}
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return time.Time{}, 0, true
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	var mark sessionMark
+	b := make([]byte, 256)
+	n, _ := f.Read(b)
+	if json.Unmarshal(b[:n], &mark) == nil {
+		if d, err := time.ParseDuration(mark.IdleStop); err == nil {
+			limit = d
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	return fi.ModTime(), limit, false
+}
+
+// StopIdle stops every idle box (see IdleBoxes) except skip, each under its box lock and only if
+// it is still idle then. dryRun only reports.
+func (m *Manager) StopIdle(ctx context.Context, now time.Time, fallback time.Duration, skip string, dryRun bool) ([]IdleBox, error) {
+	idle, err := m.IdleBoxes(now, fallback)
+	if err != nil {
+		return nil, err
+	}
+	var out []IdleBox
+	for _, b := range idle {
+		if b.Box == skip {
+			continue
+		}
+		if !dryRun {
+			b.Stopped, b.Error = m.stopIfIdle(ctx, b.Box, fallback)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// stopIfIdle takes the box lock without waiting and stops the box if it is still idle.
+func (m *Manager) stopIfIdle(ctx context.Context, box string, fallback time.Duration) (bool, string) {
+	lctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	unlock, err := m.Lock(lctx, box, nil)
+	if err != nil {
+		return false, "box is busy (locked by another git corral)"
+	}
+	defer unlock()
+	if _, _, busy := m.lastSession(box, fallback); busy {
+		return false, "a session began"
+	}
+	if err := m.Stop(ctx, box); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
