@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -195,16 +196,38 @@ func sweep() {
 		_, _ = limactl("stop", "--force", n)
 		_, _ = limactl("delete", "--force", n)
 	}
+	stopBrokers()
 }
 
-// cleanupBox stops and deletes box at the end of the test, whatever happened.
+// cleanupBox stops and deletes box at the end of the test, whatever happened: through git corral
+// first (which also ends the box's broker), then limactl for whatever is left.
 func cleanupBox(t *testing.T, box string) {
 	t.Cleanup(func() {
+		_ = asUser([]string{suite.bin, "--box", box, "delete", "--yes"}).Run()
 		_, _ = limactl("stop", "--force", box)
 		if out, err := limactl("delete", "--force", box); err != nil && !strings.Contains(out, "not exist") {
 			t.Logf("delete %s: %v: %s", box, err, out)
 		}
+		stopBrokers()
 	})
+}
+
+// stopBrokers ends broker children this suite's binary started (argv[0] is suite.bin), by PID:
+// a box deleted behind git corral's back leaves its broker running.
+func stopBrokers() {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 3 && args[0] == suite.bin && strings.Contains(string(b), "\x00broker\x00serve\x00") {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
+		}
+	}
 }
 
 // listEntry is one line of git corral list --json.
