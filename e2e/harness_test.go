@@ -45,6 +45,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	sweep()
+	if err := resetState(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: reset state:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	sweep()
 	os.Exit(code)
@@ -84,6 +88,21 @@ func setup() error {
 		return fmt.Errorf("build git-corral: %w", err)
 	}
 	return os.Chmod(suite.bin, 0o755)
+}
+
+// resetState starts every run from an empty CORRAL_HOME and no projects (after the sweep has
+// deleted the boxes an earlier run left): approvals, clone stores, snapshots and logs of an
+// earlier run on the same machine must not decide this one.
+func resetState() error {
+	for _, d := range []string{suite.home, filepath.Join(e2eBase, "projects")} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return chown(suite.home)
 }
 
 func chown(p string) error {
