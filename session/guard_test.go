@@ -39,7 +39,7 @@ type changes struct {
 }
 
 func (c *changes) add(ch gitshadow.Change) { c.mu.Lock(); c.all = append(c.all, ch); c.mu.Unlock() }
-func (c *changes) n() int                 { c.mu.Lock(); defer c.mu.Unlock(); return len(c.all) }
+func (c *changes) n() int                  { c.mu.Lock(); defer c.mu.Unlock(); return len(c.all) }
 
 // TestGuardRestoresBetweenAndDuringSessions: a hook planted while no session ran is removed
 // when the next session begins; a config change during a session is restored by the end.

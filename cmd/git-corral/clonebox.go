@@ -315,13 +315,8 @@ func (a *app) cloneConfig(ctx context.Context, hostDir, box string, f boxFlags) 
 		return nil, err
 	}
 	opts := policy.LoadOptions{Home: h, TopLevel: hostDir, Box: box}
-	if *f.network != "" {
-		switch policy.Network(*f.network) {
-		case policy.NetworkFull, policy.NetworkBroker, policy.NetworkOffline:
-		default:
-			return nil, usageErrorf("", "--network %q is not full, broker or offline", *f.network)
-		}
-		opts.Flags = append(opts.Flags, policy.Flag{Key: "network", Value: *f.network})
+	if err := addNetworkFlag(&opts, f); err != nil {
+		return nil, err
 	}
 	eff, err := policy.Load(ctx, opts)
 	if err != nil {

@@ -81,19 +81,28 @@ func (a *app) config(ctx context.Context, p *project.Project, f boxFlags) (*poli
 	if err != nil {
 		return nil, err
 	}
-	if *f.network != "" {
-		switch policy.Network(*f.network) {
-		case policy.NetworkFull, policy.NetworkBroker, policy.NetworkOffline:
-		default:
-			return nil, usageErrorf("", "--network %q is not full, broker or offline", *f.network)
-		}
-		opts.Flags = append(opts.Flags, policy.Flag{Key: "network", Value: *f.network})
+	if err := addNetworkFlag(&opts, f); err != nil {
+		return nil, err
 	}
 	eff, err := policy.Load(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	return eff.Config, nil
+}
+
+// addNetworkFlag adds --network to opts as the flag layer, refusing an unknown mode.
+func addNetworkFlag(opts *policy.LoadOptions, f boxFlags) error {
+	if f.network == nil || *f.network == "" {
+		return nil
+	}
+	switch policy.Network(*f.network) {
+	case policy.NetworkFull, policy.NetworkBroker, policy.NetworkOffline:
+	default:
+		return usageErrorf("", "--network %q is not full, broker or offline", *f.network)
+	}
+	opts.Flags = append(opts.Flags, policy.Flag{Key: "network", Value: *f.network})
+	return nil
 }
 
 // ensureBox finds the repository's box and makes it run, creating it when allowed.
