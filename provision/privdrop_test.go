@@ -183,6 +183,7 @@ sshfs -o slave :/srv/share /mnt/share >/tmp/to-server </tmp/to-client &
 i=0; until findmnt -t fuse.sshfs /mnt/share >/dev/null || [ $i -gt 50 ]; do sleep 0.1; i=$((i+1)); done
 /usr/local/libexec/corral/guard-check
 echo "GUARD=$?"
+echo "SESSION=$(`+sessionCheck()+`)"
 umount /mnt/share 2>/dev/null; wait
 `)
 	if code != 0 {
@@ -193,5 +194,8 @@ umount /mnt/share 2>/dev/null; wait
 	}
 	if !strings.Contains(out, "reverse-sshfs mounts reach the whole host filesystem: /mnt/share") || strings.Contains(out, "GUARD=0") {
 		t.Errorf("guard check accepted a reverse-sshfs mount\n%s\n%s", out, errOut)
+	}
+	if !strings.Contains(out, `SESSION={"ok":false`) || !strings.Contains(out[strings.Index(out, "SESSION="):], "reverse-sshfs mounts reach the whole host filesystem: /mnt/share") {
+		t.Errorf("session check accepted a reverse-sshfs mount\n%s\n%s", out, errOut)
 	}
 }

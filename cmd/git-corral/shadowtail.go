@@ -12,7 +12,7 @@ import (
 const shadowGuardPath = "/usr/local/libexec/corral/gitshadow-guard"
 
 // shadowScriptWithExpectations appends to the shadow script what the guest guard check relies
-// on: /run/corral/shadow.expect (one mount point per line, root-owned) and gitshadow's guard
+// on: /run/corral/shadow.expect (one mount per line, "ro PATH" or "rw PATH", root-owned) and gitshadow's guard
 // check installed root-owned at shadowGuardPath. Every path is quoted by gitshadow.ShellQuote,
 // which refuses newlines, so each line of the expectations file is one path.
 func shadowScriptWithExpectations(plan *gitshadow.Plan, script string) (string, error) {
@@ -33,7 +33,11 @@ func shadowScriptWithExpectations(plan *gitshadow.Plan, script string) (string, 
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "\tprintf '%%s\\n' %s\n", q)
+		mode := "rw"
+		if e.ReadOnly {
+			mode = "ro"
+		}
+		fmt.Fprintf(&b, "\tprintf '%%s %%s\\n' %s %s\n", mode, q)
 	}
 	b.WriteString("} >/run/corral/shadow.expect.tmp\n")
 	b.WriteString("mv -f /run/corral/shadow.expect.tmp /run/corral/shadow.expect\n")

@@ -41,7 +41,8 @@ func TestShadowScriptWithExpectations(t *testing.T) {
 	}
 	for _, e := range plan.Expectations() {
 		q, _ := gitshadow.ShellQuote(e.Path)
-		if !strings.Contains(s, "printf '%s\\n' "+q+"\n") {
+		mode := map[bool]string{true: "ro", false: "rw"}[e.ReadOnly]
+		if !strings.Contains(s, "printf '%s %s\\n' "+mode+" "+q+"\n") {
 			t.Errorf("expectation %s is not written", e.Path)
 		}
 	}

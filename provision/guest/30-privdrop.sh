@@ -4,7 +4,8 @@
 # entries (lima-init rewrites its entry at every boot, so this runs at every boot and the deny
 # rule below outranks it), setuid and setgid programs (su, pkexec, newgrp, ...), setuid on the
 # project mount. What stays is one sudoers file naming fixed commands with fixed arguments.
-# Ends by running the guard check's privilege part and fails while anything remains.
+# Ends by running the deep guard check (network and privileges) and recording it in
+# /run/corral/attest; fails while anything remains.
 set -eu
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
@@ -63,8 +64,9 @@ for pid in $(/usr/local/libexec/corral/guard-check held-groups); do
 	kill -KILL "$pid" 2>/dev/null || true
 done
 
-if ! report=$(/usr/local/libexec/corral/guard-check privileges); then
-	echo "corral: privileges remain after the drop: $report" >&2
+# The deep check, recorded for this boot: the session check before every session reads it.
+if ! report=$(/usr/local/libexec/corral/guard-check attest); then
+	echo "corral: guards do not hold after the drop: $report" >&2
 	exit 1
 fi
 echo "corral: privileges dropped for $BOX_USER"

@@ -1,0 +1,122 @@
+package provision
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/git-corral/git-corral/policy"
+)
+
+// sessionCheck runs the check vm runs before every session: GuardCheckArgv as the box user.
+func sessionCheck() string {
+	return "runuser -u corral -- " + strings.Join(GuardCheckArgv(), " ")
+}
+
+// TestSessionCheckLocked boots a whole offline bundle (lockdown in a network namespace, the
+// privilege drop, the boot's attestation) and then breaks one guard at a time: the session
+// check, run as the box user without sudo, must refuse each and name it.
+func TestSessionCheckLocked(t *testing.T) {
+	needRoot(t)
+	ns := fmt.Sprintf("cpvsess%d", os.Getpid()%100000)
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	A := "/run/corral/attest"
+	cases := []struct{ name, mutate, want string }{
+		{"clean box", "", ""},
+		{"no attestation (the drop did not finish)", "rm " + A, "attestation /run/corral/attest is missing or incomplete"},
+		{"truncated attestation", "sed -i '/^end$/d' " + A, "is missing or incomplete"},
+		{"attestation of another boot", "sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' " + A, "attestation is from another boot"},
+		{"attestation for another mode", "sed -i 's/^mode .*/mode full/' " + A, "attestation is for mode full, not offline"},
+		{"failure recorded at boot", "sed -i 's/^end$/fail sudo lets the box user run \\/bin\\/sh\\nend/' " + A, "at boot: sudo lets the box user run /bin/sh"},
+		{"attestation writable by the box user", "chown corral " + A, "attestation /run/corral/attest is writable by the box user"},
+		{"attestation dir writable", "chmod 1777 /run/corral", "root-run path /run/corral is writable by the box user"},
+		{"helper dir writable", "chmod o+w /usr/local/libexec/corral", "root-run path /usr/local/libexec/corral is writable by the box user"},
+		{"guard check owned by the box user", "chown corral /usr/local/libexec/corral/guard-check", "guard-check is writable by the box user"},
+		{"docker socket", "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"/run/docker.sock\")' && chmod 666 /run/docker.sock", "container socket /run/docker.sock"},
+		{"back in a root group", "gpasswd -a corral disk >/dev/null", "box user is in root-equivalent groups: disk"},
+		{"primary group root-equivalent", "usermod -g adm corral", "box user primary group is adm"},
+		{"second uid 0", "echo 'toor:x:0:0::/root:/bin/sh' >>/etc/passwd", "accounts other than root have uid 0: toor"},
+		{"process with old group", "setpriv --reuid=corral --regid=corral --groups=$(getent group sudo | cut -d: -f3) sleep 20 & P=$!; sleep 0.3", "hold a root-equivalent group"},
+	}
+	g := newGuestRoot(t, privdropOptions())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := g.run(ns, prepHostile+bootAll+`
+P=
+`+c.mutate+`
+`+sessionCheck()+`
+echo "GUARD=$?"
+if [ -n "$P" ]; then kill "$P"; wait "$P" || true; fi
+`)
+			if code != 0 {
+				t.Fatalf("setup failed, exit %d\n%s\n%s", code, out, errOut)
+			}
+			checkReport(t, out, errOut, c.want)
+		})
+	}
+}
+
+// checkReport reads the JSON report before GUARD= and checks it passed (want "") or failed
+// naming want.
+func checkReport(t *testing.T, out, errOut, want string) {
+	t.Helper()
+	r, err := ParseGuardReport([]byte(lastJSON(strings.Split(out, "GUARD=")[0])))
+	if err != nil {
+		t.Fatalf("no JSON report: %v\n%s\n%s", err, out, errOut)
+	}
+	if want == "" {
+		if !r.OK || !strings.Contains(out, "GUARD=0") {
+			t.Fatalf("clean box reported %+v\n%s\n%s", r, out, errOut)
+		}
+		return
+	}
+	if r.OK || strings.Contains(out, "GUARD=0") {
+		t.Fatalf("session check passed, want a failure naming %q\n%s\n%s", want, out, errOut)
+	}
+	if !strings.Contains(strings.Join(r.Failures, "\n"), want) {
+		t.Errorf("failures %q do not name %q", r.Failures, want)
+	}
+}
+
+// TestSessionCheckShadow: in full mode the session check verifies the git shadow's mounts from
+// /run/corral/shadow.expect in one pass over the mount table: present, and read-only where the
+// line says ro, for paths with spaces, quotes and backslashes too (mountinfo escapes them).
+func TestSessionCheckShadow(t *testing.T) {
+	needRoot(t)
+	opts := privdropOptions()
+	opts.Network = policy.NetworkFull
+	opts.GitShadowScript = "#!/bin/sh\n:\n"
+	weird := `/home/corral/it's a "repo"\x`
+	prep := `set -e
+useradd -m -U -u 47113 -s /bin/bash corral
+sh /corral/10-base.sh >/dev/null
+mkdir -p /run/corral '` + strings.ReplaceAll(weird, "'", `'\''`) + `/.git/hooks' /home/corral/p/.git
+W='` + strings.ReplaceAll(weird, "'", `'\''`) + `'
+mount --bind "$W/.git/hooks" "$W/.git/hooks" && mount -o remount,bind,ro "$W/.git/hooks"
+mount --bind /home/corral/p/.git /home/corral/p/.git
+printf 'ro %s\nrw %s\n' "$W/.git/hooks" /home/corral/p/.git >/run/corral/shadow.expect
+set +e
+`
+	cases := []struct{ name, mutate, want string }{
+		{"every mount in place", "", ""},
+		{"read-only shadow made writable", `mount -o remount,bind,rw "$W/.git/hooks"`, `git shadow mount ` + weird + `/.git/hooks is writable`},
+		{"a writable mount stacked on the read-only one", `mount --bind /tmp "$W/.git/hooks"`, "/.git/hooks is writable"},
+		{"pin unmounted", "umount /home/corral/p/.git", "git shadow mount /home/corral/p/.git is not in place"},
+		{"expectations missing", "rm /run/corral/shadow.expect", "git shadow expectations /run/corral/shadow.expect are missing"},
+	}
+	g := newGuestRoot(t, opts)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := g.run("", prep+c.mutate+"\n"+sessionCheck()+"\necho \"GUARD=$?\"\n")
+			if code != 0 {
+				t.Fatalf("setup failed, exit %d\n%s\n%s", code, out, errOut)
+			}
+			checkReport(t, out, errOut, c.want)
+		})
+	}
+}
