@@ -208,7 +208,7 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	if err != nil {
 		return err
 	}
-	c, err := vm.Dial(ctx, ep)
+	c, err := a.dialBox(ctx, s.m.Home, s.box, ep)
 	if err != nil {
 		return withHint(err, "'git corral logs' shows what Lima said")
 	}

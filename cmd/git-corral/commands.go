@@ -53,6 +53,7 @@ func commands() []*command {
 		{name: "audit", summary: "show the audit log of sessions and guards", define: defineAudit},
 
 		{name: "egress", summary: "show what the box's broker allowed and refused", define: defineEgress},
+		{name: "connection", summary: "hold a box's SSH connection open for later commands (what run starts)", define: defineConnection, verbs: []string{"serve"}},
 		{name: "broker", summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
 
 		{name: "review", summary: "show the repository's provision scripts and packages; approve them", define: defineReview},

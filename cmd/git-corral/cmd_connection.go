@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/vm"
+)
+
+// defaultConnectionIdle is how long a connection holder waits without a client before it ends.
+const defaultConnectionIdle = 15 * time.Minute
+
+func defineConnection(fs *pflag.FlagSet) runFunc {
+	idle := fs.Duration("idle", defaultConnectionIdle, "end after this long without a client")
+	return func(ctx context.Context, a *app, args []string) error {
+		if len(args) != 1 || args[0] != "serve" {
+			return usageErrorf("connection", "connection takes one verb: serve")
+		}
+		if *idle <= 0 {
+			return usageErrorf("connection", "--idle %v is not a positive duration", *idle)
+		}
+		box, err := a.boxName(ctx)
+		if err != nil {
+			return err
+		}
+		m, err := a.manager()
+		if err != nil {
+			return err
+		}
+		st, err := m.Inspect(box)
+		if err != nil {
+			return err
+		}
+		if st.Status != "Running" {
+			return withHint(fmt.Errorf("box %s is %s", box, st.Status), "'git corral start' boots it")
+		}
+		ep, err := vm.EndpointFromSSHConfig(st.SSHConfig, "lima-"+box)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+		up, err := vm.Dial(ctx, ep)
+		if err != nil {
+			return err
+		}
+		defer up.Close()
+		return vm.ServeMux(ctx, up, muxPaths(m.Home, box), *idle)
+	}
+}
+
+// muxPaths is where the box's connection holder keeps its socket.
+func muxPaths(h home.Home, box string) vm.MuxPaths {
+	return vm.MuxPaths{Dir: filepath.Join(h.Dir, "run", box)}
+}
+
+// dialBox connects to the running box through its connection holder, or directly when none
+// answers, and then starts a holder for the next command. A holder is only a faster way to
+// the same sshd with the same key: every session still runs the guard check.
+func (a *app) dialBox(ctx context.Context, h home.Home, box string, ep vm.Endpoint) (*vm.Client, error) {
+	if c, err := vm.DialMux(ctx, muxPaths(h, box)); err == nil {
+		return c, nil
+	} else if !errors.Is(err, vm.ErrNoMux) {
+		return nil, err
+	}
+	c, err := vm.Dial(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.startHolder(h, box); err != nil {
+		a.notice(fmt.Sprintf("commands keep dialling the box afresh: %v", err))
+	}
+	return c, nil
+}
+
+// startHolder starts "git corral --box BOX connection serve" detached (its own session, no
+// terminal, output to the box's connection log) and does not wait for it.
+func (a *app) startHolder(h home.Home, box string) error {
+	if a.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("start connection holder: %w", err)
+	}
+	if err := h.MkdirAll(h.Logs()); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(h.Logs(), box+".connection.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("start connection holder: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "--box", box, "connection", "serve")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start connection holder: %w", err)
+	}
+	return cmd.Process.Release()
+}
