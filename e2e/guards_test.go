@@ -174,6 +174,10 @@ cat <&3`
 			}
 		}
 	})
+	probe := newHostProbe(t)
+	t.Run("no way out but the broker, no way to root, as the box user", func(t *testing.T) {
+		lockdownHolds(t, dir, "broker", probe)
+	})
 	t.Run("direct egress, DNS and sudo fail in the box", func(t *testing.T) {
 		port := allowed[strings.LastIndex(allowed, ":")+1:]
 		checks := map[string]string{
@@ -250,5 +254,13 @@ cat <&3`
 				}
 			}
 		}
+	})
+
+	t.Run("after a reboot every guard holds and the broker is back", func(t *testing.T) {
+		r := corral(t, dir, nil, "run", "--", "bash", "-c", fetch, "fetch", "http://"+allowed+"/", allowed)
+		if !strings.Contains(r.stdout, "allowed-upstream-ok") {
+			t.Fatalf("after the reboot the allowed destination does not answer through the broker: exit %d %q %q", r.code, r.stdout, r.stderr)
+		}
+		lockdownHolds(t, dir, "broker", probe)
 	})
 }

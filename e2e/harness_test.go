@@ -231,8 +231,9 @@ func cleanupBox(t *testing.T, box string) {
 	})
 }
 
-// stopBrokers ends broker children this suite's binary started (argv[0] is suite.bin), by PID:
-// a box deleted behind git corral's back leaves its broker running.
+// stopBrokers ends broker children and connection holders this suite's binary started (argv[0]
+// is suite.bin), by PID: a box deleted behind git corral's back leaves its broker running (a
+// holder ends with its box's connection; this only hurries it).
 func stopBrokers() {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
@@ -241,7 +242,7 @@ func stopBrokers() {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if len(args) > 3 && args[0] == suite.bin && strings.Contains(string(b), "\x00broker\x00serve\x00") {
+		if len(args) > 3 && args[0] == suite.bin && (strings.Contains(string(b), "\x00broker\x00serve\x00") || strings.Contains(string(b), "\x00connection\x00serve\x00")) {
 			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
 				_ = syscall.Kill(pid, syscall.SIGTERM)
 			}

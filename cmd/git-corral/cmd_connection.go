@@ -68,6 +68,9 @@ func muxPaths(h home.Home, box string) vm.MuxPaths {
 // answers, and then starts a holder for the next command. A holder is only a faster way to
 // the same sshd with the same key: every session still runs the guard check.
 func (a *app) dialBox(ctx context.Context, h home.Home, box string, ep vm.Endpoint) (*vm.Client, error) {
+	if a.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
+		return vm.Dial(ctx, ep)
+	}
 	if c, err := vm.DialMux(ctx, muxPaths(h, box)); err == nil {
 		return c, nil
 	} else if !errors.Is(err, vm.ErrNoMux) {
@@ -86,9 +89,6 @@ func (a *app) dialBox(ctx context.Context, h home.Home, box string, ep vm.Endpoi
 // startHolder starts "git corral --box BOX connection serve" detached (its own session, no
 // terminal, output to the box's connection log) and does not wait for it.
 func (a *app) startHolder(h home.Home, box string) error {
-	if a.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
-		return nil
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("start connection holder: %w", err)

@@ -215,26 +215,43 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	defer c.Close()
 	lg := a.auditLog(s.m.Home)
 	rec := audit.Record{Box: s.box, Project: s.dir, Network: string(s.cfg.Network), Profile: s.cfg.Profile}
-	out, err := vm.CheckGuards(ctx, c, s.cfg.Network, s.bundle)
-	if err != nil {
-		r := rec
-		r.Event, r.Detail = audit.EventGuardFailure, err.Error()
-		lg.Append(ctx, r)
-		return withHint(err, "the session was refused; 'git corral stop' then 'git corral start' re-applies the guards at boot")
+	// The guard check's round trip and the host's own work before the session (the snapshot
+	// and watch of git metadata, the environment) run side by side; the session starts only
+	// when both are done and the check passed.
+	type guardResult struct {
+		out vm.GuardOutcome
+		err error
 	}
-	if out.Absent {
-		a.notice("no guest guards are rendered for this box (full network, empty provision bundle): the session runs without a guard check")
-	}
-	vars, envNames, err := a.sessionEnv(s, env)
-	if err != nil {
-		return err
-	}
+	guardDone := make(chan guardResult, 1)
+	go func() {
+		out, err := vm.CheckGuards(ctx, c, s.cfg.Network, s.bundle)
+		guardDone <- guardResult{out, err}
+	}()
+	vars, envNames, envErr := a.sessionEnv(s, env)
 	// A clone-mode box mounts nothing of the host: no git metadata to guard, no host session base.
 	g := &session.Guard{}
-	if s.project != nil {
-		if g, err = session.Begin(ctx, session.Options{Project: s.project, Home: s.m.Home, Box: s.box, Protect: s.plan != nil, OnChange: a.shadowChange(lg, rec)}); err != nil {
-			return withHint(err, "the checkout's git metadata must be repaired before the host's git uses it")
+	var beginErr error
+	if envErr == nil && s.project != nil {
+		g, beginErr = session.Begin(ctx, session.Options{Project: s.project, Home: s.m.Home, Box: s.box, Protect: s.plan != nil, OnChange: a.shadowChange(lg, rec)})
+	}
+	gr := <-guardDone
+	if gr.err != nil {
+		if envErr == nil && beginErr == nil {
+			g.End(context.WithoutCancel(ctx), a.shadowChange(lg, rec))
 		}
+		r := rec
+		r.Event, r.Detail = audit.EventGuardFailure, gr.err.Error()
+		lg.Append(ctx, r)
+		return withHint(gr.err, "the session was refused; 'git corral stop' then 'git corral start' re-applies the guards at boot")
+	}
+	if gr.out.Absent {
+		a.notice("no guest guards are rendered for this box (full network, empty provision bundle): the session runs without a guard check")
+	}
+	if envErr != nil {
+		return envErr
+	}
+	if beginErr != nil {
+		return withHint(beginErr, "the checkout's git metadata must be repaired before the host's git uses it")
 	}
 	launch := rec
 	launch.Event, launch.Argv, launch.EnvNames = audit.EventLaunch, argv, envNames
