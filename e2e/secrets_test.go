@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// gitTokenHost is the host TestBoxLifecycle's box has a git token for.
-const gitTokenHost = "git.corral.test:8443"
+// gitTokenHost is the host TestBoxLifecycle's box has a git token for (policy takes host names
+// without a port: https on 443).
+const gitTokenHost = "git.corral.test"
 
 // lifecycleConfig is TestBoxLifecycle's trusted per-project configuration.
 const lifecycleConfig = `git_tokens = { "` + gitTokenHost + `" = "CORRAL_E2E_GIT_TOKEN" }` + "\n"
@@ -46,8 +47,8 @@ fill() { printf "protocol=%s\nhost=%s\n%s\n" "$1" "$2" "$3" | GIT_TERMINAL_PROMP
 echo "GOOD=$(fill https ` + gitTokenHost + ` '')"
 echo "HTTP=$(fill http ` + gitTokenHost + ` '')"
 echo "OTHER=$(fill https evil.corral.test:8443 '')"
-echo "PORT=$(fill https git.corral.test:443 '')"
-echo "NOPORT=$(fill https git.corral.test '')"
+echo "PORT=$(fill https git.corral.test:8443 '')"
+echo "SUFFIX=$(fill https git.corral.test.evil.test '')"
 echo "USERINFO=$(fill https ` + gitTokenHost + ` 'username=evil')"
 offered=$(printf 'protocol=https\nhost=%s\n\n' ` + gitTokenHost + ` | git credential fill 2>/dev/null | sed -n 's/^password=//p')
 [ -n "$offered" ] && [ "$offered" = "$(printenv CORRAL_GIT_TOKEN_0)" ] && echo "OFFERED=the token"
@@ -64,7 +65,7 @@ func secretsOnBox(t *testing.T, dir, box, token string) {
 		}
 		for _, want := range []string{"HELPER=root:root 755", "CONFIG=root:root 644",
 			"HELPERS=,/usr/local/libexec/corral/git-credential-corral,", "GOOD=1", "OFFERED=the token",
-			"HTTP=0", "OTHER=0", "PORT=0", "NOPORT=0", "USERINFO=0"} {
+			"HTTP=0", "OTHER=0", "PORT=0", "SUFFIX=0", "USERINFO=0"} {
 			if !strings.Contains(r.stdout, want+"\n") {
 				t.Errorf("guest says %q, want %q", r.stdout, want)
 			}
