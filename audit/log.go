@@ -33,7 +33,8 @@ const DefaultMaxBytes = 16 << 20
 // Event names what happened.
 type Event string
 
-// The events the product records.
+// The events the product records. EventStart is a session command (start, run, shell) that
+// begins, recorded before any box is booted; EventLaunch is its guest command starting.
 const (
 	EventCreate        Event = "create"
 	EventStart         Event = "start"
@@ -60,7 +61,9 @@ type Record struct {
 	ExitCode   *int      `json:"exitCode,omitempty"`
 	DurationMs int64     `json:"durationMs,omitempty"`
 	Detail     string    `json:"detail,omitempty"`
-	PID        int       `json:"pid"`
+	// SSHAgent is true when the host's SSH agent is (to be) forwarded into the session.
+	SSHAgent bool `json:"sshAgent,omitempty"`
+	PID      int  `json:"pid"`
 }
 
 // Log appends records to one JSONL file.

@@ -73,12 +73,45 @@ func TestAppendConcurrentGoroutines(t *testing.T) {
 	}
 }
 
-// TestAppendSurvivesKilledWriters runs writer processes that append as fast as they can and
-// kills them with SIGKILL mid-stream: the log must hold only whole lines.
+// TestAppendSurvivesKilledWriters runs writer processes that append large records (many pages
+// each, so SIGKILL often lands inside a write(2)) as fast as they can and kills them mid-stream,
+// in rounds: after every round readers see only whole records, and the next writer repairs the
+// tail. It reports how many rounds left a fragment behind; TestAppendRepairsFragment covers the
+// repair deterministically.
 func TestAppendSurvivesKilledWriters(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	fragments := 0
+	for round := 0; round < 12 && (round < 4 || fragments == 0); round++ {
+		killWriters(t, path, 4)
+		if data, _ := os.ReadFile(path); len(data) > 0 && data[len(data)-1] != '\n' {
+			fragments++
+		}
+		// Readers see only whole records, whatever the kill left at the tail or in the middle.
+		res, err := Read(path, Filter{})
+		if err != nil || res.Bad != 0 {
+			t.Fatalf("round %d: read after kill: %d bad lines, %v", round, res.Bad, err)
+		}
+		// The next writer repairs the tail before appending.
+		l := &Log{Path: path, MaxBytes: 1 << 40}
+		if err := l.Append(context.Background(), Record{Event: EventStop, Box: "after-kill"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := checkWholeLines(t, path); n < 10 {
+			t.Fatalf("only %d records written; the test did not exercise concurrent writers", n)
+		}
+	}
+	t.Logf("%d kill rounds left a partial line at the tail", fragments)
+}
+
+// killWriters starts n writer processes on path, lets them write about 4 MiB, and kills them.
+func killWriters(t *testing.T, path string, n int) {
+	t.Helper()
+	var start int64
+	if fi, err := os.Stat(path); err == nil {
+		start = fi.Size()
+	}
 	var procs []*exec.Cmd
-	for i := 0; i < 4; i++ {
+	for i := 0; i < n; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=TestHelperWriter$")
 		cmd.Env = append(os.Environ(), "AUDIT_HELPER_LOG="+path)
 		if err := cmd.Start(); err != nil {
@@ -89,27 +122,16 @@ func TestAppendSurvivesKilledWriters(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		fi, err := os.Stat(path)
-		if err == nil && fi.Size() > 200<<10 || time.Now().After(deadline) {
+		if err == nil && fi.Size()-start > 4<<20 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 	for _, p := range procs {
 		p.Process.Signal(syscall.SIGKILL)
+	}
+	for _, p := range procs {
 		p.Wait()
-	}
-	// Readers see only whole records, whatever the kill left at the tail.
-	res, err := Read(path, Filter{})
-	if err != nil || res.Bad != 0 {
-		t.Fatalf("read after kill: %d bad lines, %v", res.Bad, err)
-	}
-	// The next writer repairs the tail before appending.
-	l := &Log{Path: path, MaxBytes: 1 << 30}
-	if err := l.Append(context.Background(), Record{Event: EventStop, Box: "after-kill"}); err != nil {
-		t.Fatal(err)
-	}
-	if n := checkWholeLines(t, path); n < 10 {
-		t.Fatalf("only %d records written before the kill; the test did not exercise concurrent writers", n)
 	}
 }
 
@@ -119,9 +141,42 @@ func TestHelperWriter(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestAppendSurvivesKilledWriters; runs only when started by it")
 	}
-	l := &Log{Path: path, MaxBytes: 1 << 30}
+	l := &Log{Path: path, MaxBytes: 1 << 40}
 	for i := 0; ; i++ {
-		l.Append(context.Background(), Record{Event: EventExit, Box: "b", Detail: strings.Repeat(strconv.Itoa(i), 2000)})
+		l.Append(context.Background(), Record{Event: EventExit, Box: "b", Detail: strings.Repeat(strconv.Itoa(i%10), 256<<10)})
+	}
+}
+
+// TestAppendRepairsFragment leaves what a writer killed inside write(2) leaves, the start of a
+// line with no newline, then appends from several goroutines at once: exactly one of them cuts
+// the fragment off under the lock, and every line is a whole record.
+func TestAppendRepairsFragment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	l := &Log{Path: path, MaxBytes: 1 << 30}
+	if err := l.Append(context.Background(), Record{Event: EventStart, Box: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"time":"2026-01-01T00:00:00Z","event":"exit","detail":"cut off by SIGK`)
+	f.Close()
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				if err := l.Append(context.Background(), Record{Event: EventLaunch, Box: "after", Detail: strings.Repeat("z", 5000)}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := checkWholeLines(t, path); n != 161 {
+		t.Errorf("%d records, want 161 (the fragment cut, nothing else lost)", n)
 	}
 }
 

@@ -28,6 +28,7 @@ var suite struct {
 	gid    int
 	home   string // CORRAL_HOME for every scenario
 	asRoot bool
+	env    []string // extra host environment of every command asUser runs; a group sets and clears it
 }
 
 // e2eBase holds the suite's CORRAL_HOME; fixed so that a later run can sweep what a killed run
@@ -122,7 +123,7 @@ func asUser(argv []string, env ...string) *exec.Cmd {
 		cmd = exec.Command(argv[0], argv[1:]...)
 	}
 	cmd.Env = append([]string{"HOME=" + suite.home, "CORRAL_HOME=" + suite.home,
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "GIT_CONFIG_NOSYSTEM=1"}, env...)
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "GIT_CONFIG_NOSYSTEM=1"}, append(suite.env, env...)...)
 	return cmd
 }
 

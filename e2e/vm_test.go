@@ -38,6 +38,12 @@ func TestBoxLifecycle(t *testing.T) {
 	dir := newProject(t, "lifecycle")
 	box := boxName(t, dir)
 	cleanupBox(t, box)
+	// The box is created with git_tokens (a trusted per-project setting), so its guest gets the
+	// credential helper; every session then needs the token variable on the host.
+	token := randomSecret(t)
+	writeProjectConfig(t, box, lifecycleConfig)
+	suite.env = []string{"CORRAL_E2E_GIT_TOKEN=" + token}
+	t.Cleanup(func() { suite.env = nil })
 
 	t.Run("no box, no terminal, no --yes: refused", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--", "true")
@@ -134,6 +140,8 @@ func TestBoxLifecycle(t *testing.T) {
 			t.Errorf("the secret is in files under CORRAL_HOME (logs): %v", hits)
 		}
 	})
+
+	secretsOnBox(t, dir, box, token) // secrets_test.go
 
 	t.Run("stop, start again, delete", func(t *testing.T) {
 		if r := corral(t, dir, nil, "stop"); r.code != 0 {

@@ -23,6 +23,10 @@ type Options struct {
 	// GitShadowScript is the guest script rendered from the gitshadow plan; "" when metadata
 	// protection is off.
 	GitShadowScript string
+	// GitCredentialHelper installs boxenv.CredentialHelper, root-owned, and names it in the
+	// guest's /etc/gitconfig (git_tokens is set). The tokens themselves are never rendered: they
+	// travel in each session's environment.
+	GitCredentialHelper bool
 	// Packages are Debian packages to install (already allowed by policy).
 	Packages []string
 	// Repo are the repository's approved provision scripts, in order, as CheckApproved

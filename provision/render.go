@@ -1,8 +1,8 @@
 package provision
 
 // This file renders a box's guest scripts. Rules:
-//   - Order at every boot: 10-base, 20-lockdown, 25-packages, 30-privdrop, 40-gitshadow, then
-//     the repository's approved scripts as 50-repo-NN-*.sh. Lima runs every provision entry of
+//   - Order at every boot: 10-base, 15-git-credential (only with git_tokens), 20-lockdown,
+//     25-packages, 30-privdrop, 40-gitshadow, then the repository's approved scripts as 50-repo-NN-*.sh. Lima runs every provision entry of
 //     mode system in order and at every boot, so each script rewrites the same state each time.
 //   - Every script is mode system. Repository scripts are wrapped: the approved bytes are
 //     written root-owned and run as the box user through runuser (as root only when the script
@@ -22,6 +22,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/git-corral/git-corral/boxenv"
 	"github.com/git-corral/git-corral/policy"
 )
 
@@ -56,6 +57,8 @@ type guestData struct {
 	ShadowExpected                               string
 	GuardCheck, SSHDConf, Ruleset, Unit, Sudoers string
 	InstallFile, Proxy, Packages                 string
+
+	CredentialHelperPath, CredentialHelper, GitConfig string
 }
 
 // Render returns every guest script of a box, in the order they run at every boot.
@@ -75,6 +78,11 @@ func Render(opts Options) (Bundle, error) {
 	}
 	if err := add("10-base.sh", "10-base.sh"); err != nil {
 		return Bundle{}, err
+	}
+	if opts.GitCredentialHelper {
+		if err := add("15-git-credential.sh", "15-git-credential.sh"); err != nil {
+			return Bundle{}, err
+		}
 	}
 	if err := add("20-lockdown.sh", "20-lockdown.sh"); err != nil {
 		return Bundle{}, err
@@ -162,8 +170,19 @@ func filesData(d *guestData) error {
 	d.UnitSHA256 = "'" + sha256Hex(d.Unit) + "'"
 	d.SudoersSHA256 = "'" + sha256Hex(d.Sudoers) + "'"
 	d.GuardCheck, err = execGuest("guard-check.sh", d)
+	d.CredentialHelperPath, d.CredentialHelper = boxenv.CredentialHelperPath, boxenv.CredentialHelper
+	d.GitConfig = gitConfig
 	return err
 }
+
+// gitConfig is the guest's /etc/gitconfig when git_tokens is set: the empty helper value clears
+// any helper named before it, then git corral's helper is the one git asks.
+const gitConfig = `# Written by git corral at every boot (git_tokens): the credential helper offers each token
+# only to its own host, over https; it stores nothing.
+[credential]
+	helper =
+	helper = ` + boxenv.CredentialHelperPath + `
+`
 
 func readGuest(name string) (string, error) {
 	b, err := guestFS.ReadFile("guest/" + name)

@@ -2,7 +2,8 @@ package vm
 
 // This file runs commands in a box over SSH (golang.org/x/crypto/ssh). Rules:
 //   - Authentication uses only the key file of the Endpoint (Lima's own key); never ~/.ssh keys,
-//     never the SSH agent.
+//     never the SSH agent. The agent is forwarded into a session only when SessionOptions
+//     names its socket (agent.go).
 //   - The host key is trusted on first use and pinned in Endpoint.HostKeyFile (written
 //     atomically); a different key later is refused with ErrHostKeyChanged. No pin file path:
 //     no connection.
@@ -52,6 +53,9 @@ type SessionOptions struct {
 	Stdout  io.Writer         // nil: discarded
 	Stderr  io.Writer         // nil: discarded
 	Timeout time.Duration     // 0: none; else TERM, grace, KILL and exit code 124
+	// AgentSocket, when set, forwards the host's SSH agent listening there into this session
+	// (agent.go); "" forwards nothing, whatever SSH_AUTH_SOCK says.
+	AgentSocket string
 }
 
 // ExitStatus is returned as the error of a session whose guest command exited non-zero, so the
@@ -101,11 +105,12 @@ var (
 
 // Client is one SSH connection to a box; sessions on it may run concurrently.
 type Client struct {
-	ssh  *ssh.Client
-	addr string
-	lost atomic.Bool // set when keepalive gave up and closed the connection
-	done chan struct{}
-	once sync.Once
+	ssh   *ssh.Client
+	addr  string
+	lost  atomic.Bool // set when keepalive gave up and closed the connection
+	done  chan struct{}
+	once  sync.Once
+	agent agentForward // agent.go
 }
 
 // Dial connects to ep, authenticating with ep.IdentityFile only and checking the host key
@@ -281,6 +286,13 @@ func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
 	defer sess.Close()
 	if err := setenv(sess, opts.Env); err != nil {
 		return ExitSessionFailure, c.connErr("set guest environment", err)
+	}
+	if opts.AgentSocket != "" {
+		stopAgent, err := c.startAgent(ctx, sess, opts.AgentSocket)
+		if err != nil {
+			return ExitSessionFailure, c.connErr("forward agent", err)
+		}
+		defer stopAgent()
 	}
 	sess.Stdin, sess.Stdout, sess.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
 	if opts.TTY {

@@ -74,6 +74,11 @@ func (a *app) ensureCloneBox(ctx context.Context, cmd string, f *boxFlags, box, 
 	if f != nil && *f.yes && *f.noCreate {
 		return nil, usageErrorf(cmd, "--yes and --no-create exclude each other")
 	}
+	if f != nil && f.preflight != nil {
+		if err := f.preflight(ctx, box, hostDir, cfg); err != nil {
+			return nil, err
+		}
+	}
 	m, err := a.manager()
 	if err != nil {
 		return nil, err

@@ -71,6 +71,9 @@ func formatRecord(r audit.Record) string {
 	if r.DurationMs > 0 {
 		parts = append(parts, fmt.Sprintf("took=%.1fs", float64(r.DurationMs)/1000))
 	}
+	if r.SSHAgent {
+		parts = append(parts, "ssh-agent=forwarded")
+	}
 	if len(r.EnvNames) > 0 {
 		parts = append(parts, "env="+strings.Join(r.EnvNames, ","))
 	}

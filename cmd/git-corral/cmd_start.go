@@ -31,6 +31,8 @@ type boxFlags struct {
 	network  *string
 	env      *[]string
 	noGolden *bool // golden bases: cmd_golden.go
+	// preflight, when set, runs before any box is looked for or booted (preflight.go).
+	preflight func(ctx context.Context, box, dir string, cfg *policy.Config) error
 }
 
 func defineBoxFlags(fs *pflag.FlagSet) boxFlags {
@@ -110,6 +112,7 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	if *f.yes && *f.noCreate {
 		return nil, usageErrorf(cmd, "--yes and --no-create exclude each other")
 	}
+	f.preflight = a.sessionPreflight(cmd, *f.env)
 	if s, ok, err := a.cloneDirSession(ctx, cmd, f); ok || err != nil { // clonebox.go
 		return s, err
 	}
@@ -123,6 +126,9 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	}
 	if cfg.Source == sourceClone { // clonebox.go: no mount, HEAD + tracked changes delivered
 		return a.ensureCloneSource(ctx, cmd, f, p, cfg)
+	}
+	if err := f.preflight(ctx, p.Box, p.TopLevel, cfg); err != nil {
+		return nil, err
 	}
 	m, err := a.manager()
 	if err != nil {
@@ -253,8 +259,13 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	if beginErr != nil {
 		return withHint(beginErr, "the checkout's git metadata must be repaired before the host's git uses it")
 	}
+	agentSock, err := a.agentSocket(s)
+	if err != nil {
+		g.End(ctx, a.shadowChange(lg, rec))
+		return err
+	}
 	launch := rec
-	launch.Event, launch.Argv, launch.EnvNames = audit.EventLaunch, argv, envNames
+	launch.Event, launch.Argv, launch.EnvNames, launch.SSHAgent = audit.EventLaunch, argv, envNames, agentSock != ""
 	if err := lg.Append(ctx, launch); err != nil {
 		g.End(ctx, a.shadowChange(lg, rec))
 		return withHint(fmt.Errorf("refusing to run unaudited: %w", err), "free space for $CORRAL_HOME/logs, then start again")
@@ -263,6 +274,7 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	began := time.Now()
 	code, runErr := c.Run(ctx, vm.SessionOptions{
 		Argv: argv, Dir: s.dir, Env: vars, TTY: tty, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Timeout: timeout,
+		AgentSocket: agentSock,
 	})
 	endErr := g.End(context.WithoutCancel(ctx), a.shadowChange(lg, rec))
 	exit := rec
@@ -309,13 +321,9 @@ func (a *app) sessionEnv(s *boxSession, names []string) (map[string]string, []st
 			return nil, nil, usageErrorf("", "--env: %v", err)
 		}
 	}
-	cfg := s.cfg
-	e, err := boxenv.Assemble(boxenv.Sources{
-		ForwardEnv: append(append([]string{}, cfg.ForwardEnv...), names...), EnvFromHost: cfg.EnvFromHost,
-		Env: cfg.Env, EnvFile: cfg.EnvFile, GitTokens: cfg.GitTokens, NoPassthrough: cfg.NoEnvPassthrough,
-	}, os.LookupEnv)
+	e, err := assembleEnv(s.cfg, names)
 	if err != nil {
-		return nil, nil, withHint(err, "set the host variable, or change env_from_host / git_tokens in the trusted configuration")
+		return nil, nil, err
 	}
 	for _, d := range e.Dropped {
 		a.notice("not passed into the box: " + d)
@@ -326,6 +334,18 @@ func (a *app) sessionEnv(s *boxSession, names []string) (map[string]string, []st
 		}
 	}
 	return e.Values, e.Names(), nil
+}
+
+// assembleEnv builds the session environment from cfg's trusted layers and the --env names.
+func assembleEnv(cfg *policy.Config, names []string) (boxenv.Env, error) {
+	e, err := boxenv.Assemble(boxenv.Sources{
+		ForwardEnv: append(append([]string{}, cfg.ForwardEnv...), names...), EnvFromHost: cfg.EnvFromHost,
+		Env: cfg.Env, EnvFile: cfg.EnvFile, GitTokens: cfg.GitTokens, NoPassthrough: cfg.NoEnvPassthrough,
+	}, os.LookupEnv)
+	if err != nil {
+		return boxenv.Env{}, withHint(err, "set the host variable, or change env_from_host / git_tokens in the trusted configuration")
+	}
+	return e, nil
 }
 
 func defineStart(fs *pflag.FlagSet) runFunc {

@@ -48,7 +48,7 @@ func renderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 	}
 	g.bundle, err = provision.Render(provision.Options{
 		Network: cfg.Network, User: vm.GuestUser(), ProjectDir: p.TopLevel, BrokerPort: brokerPort,
-		GitShadowScript: script, Packages: cfg.Packages, Repo: repo,
+		GitShadowScript: script, Packages: cfg.Packages, Repo: repo, GitCredentialHelper: len(cfg.GitTokens) > 0,
 	})
 	if err != nil {
 		return nil, withHint(err, "the values above come from the repository, its config and the host user name")
