@@ -136,7 +136,7 @@ func (a *app) dialGuarded(ctx context.Context, s *boxSession) (*vm.Client, error
 	if ep.HostKeyFile == "" {
 		ep.HostKeyFile = filepath.Join(filepath.Dir(s.m.Home.BoxMeta(s.box)), s.box+".known_hosts")
 	}
-	c, err := a.dialBox(ctx, s.m.Home, s.box, ep)
+	c, err := a.dialBox(ctx, s.m.Home, s.box, ep, false)
 	if err != nil {
 		return nil, withHint(err, "'git corral logs' shows what Lima said")
 	}

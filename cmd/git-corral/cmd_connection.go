@@ -66,9 +66,10 @@ func muxPaths(h home.Home, box string) vm.MuxPaths {
 
 // dialBox connects to the running box through its connection holder, or directly when none
 // answers, and then starts a holder for the next command. A holder is only a faster way to
-// the same sshd with the same key: every session still runs the guard check.
-func (a *app) dialBox(ctx context.Context, h home.Home, box string, ep vm.Endpoint) (*vm.Client, error) {
-	if a.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
+// the same sshd with the same key: every session still runs the guard check. direct skips the
+// holder (agent forwarding: the box opens channels towards the host, which a holder never relays).
+func (a *app) dialBox(ctx context.Context, h home.Home, box string, ep vm.Endpoint, direct bool) (*vm.Client, error) {
+	if direct || a.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
 		return vm.Dial(ctx, ep)
 	}
 	if c, err := vm.DialMux(ctx, muxPaths(h, box)); err == nil {

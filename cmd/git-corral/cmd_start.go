@@ -214,7 +214,8 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	if err != nil {
 		return err
 	}
-	c, err := a.dialBox(ctx, s.m.Home, s.box, ep)
+	// A holder relays no channel the box opens, so agent forwarding needs a connection of its own.
+	c, err := a.dialBox(ctx, s.m.Home, s.box, ep, s.cfg.SSHAgent)
 	if err != nil {
 		return withHint(err, "'git corral logs' shows what Lima said")
 	}
