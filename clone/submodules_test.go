@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-corral/git-corral/broker"
 )
 
 // noExecGuest fails the test when anything would run in the box.
@@ -256,5 +258,62 @@ func TestSubmoduleArgv(t *testing.T) {
 	}
 	if _, err := SubmoduleArgv("rel", plan); err == nil {
 		t.Error("a relative guest dir was accepted")
+	}
+}
+
+// TestSubmodulesThroughBroker: in broker mode the box's git reaches an https submodule only
+// through the broker (the real broker package, on loopback, with its allow-list): the
+// submodule's server allowed, the fetch works; not allowed, the broker refuses it and nothing is
+// checked out. The guest's git is pointed at the broker by its own config here (http.proxy);
+// a real box gets the same proxy as https_proxy through the SSH channel.
+func TestSubmodulesThroughBroker(t *testing.T) {
+	root := hermetic(t)
+	sub := filepath.Join(root, "sub")
+	makeRepo(t, sub, map[string]string{"x": "through the broker\n"})
+	bareCopy(t, root, sub, "sub")
+	server := serveHTTPSServer(t, filepath.Join(root, "srv"), nil)
+	g := newGuest(t)
+	ca := g.Path("ca.pem")
+	writeCA(t, server, ca)
+	for i, tc := range []struct {
+		name  string
+		allow string
+		ok    bool
+	}{
+		{"allowed", strings.TrimPrefix(server.URL, "https://"), true},
+		{"not in the allow-list", "127.0.0.1:1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(bg())
+			defer cancel()
+			secret := broker.NewSecret()
+			b, err := broker.New(broker.Config{Box: "t", Allow: []string{tc.allow}, Secret: []byte(secret)})
+			must(t, err)
+			ln, err := broker.Listen(ctx, "127.0.0.1:0")
+			must(t, err)
+			go b.Serve(ctx, ln)
+			must(t, os.WriteFile(g.Path("home/.gitconfig"), []byte(fmt.Sprintf("[http]\n\tsslCAInfo = %s\n\tproxy = http://corral:%s@%s\n", ca, secret, ln.Addr())), 0o644))
+
+			work := filepath.Join(root, fmt.Sprintf("work%d", i))
+			superWithSubmodule(t, work, sub, server.URL+"/sub.git", nil)
+			store := filepath.Join(os.Getenv("CORRAL_HOME"), "clones", fmt.Sprintf("w%d.git", i))
+			if _, err := Fetch(bg(), work, store, Options{Cwd: root}); err != nil {
+				t.Fatalf("Fetch: %v", err)
+			}
+			plan, err := PlanSubmodules(store, SubmoduleOptions{Transports: TransportsBroker})
+			if err != nil || len(plan.Fetch) != 1 || plan.Fetch[0].Transport != "https" {
+				t.Fatalf("PlanSubmodules = %+v, %v; want lib over https", plan, err)
+			}
+			dir := g.Path(fmt.Sprintf("src/w%d", i))
+			must(t, Deliver(bg(), g, store, DeliverOptions{Dir: dir}))
+			err = UpdateSubmodules(bg(), g, dir, plan)
+			got := inGuest(t, g, dir, "cat lib/x 2>/dev/null || true")
+			if tc.ok && (err != nil || got != "through the broker") {
+				t.Fatalf("UpdateSubmodules: %v, lib/x %q; want the submodule through the broker\n%s", err, got, g.Stderr())
+			}
+			if !tc.ok && (err == nil || got != "" || !strings.Contains(g.Stderr(), "403")) {
+				t.Fatalf("UpdateSubmodules: %v, lib/x %q; want the broker to refuse it (403)\n%s", err, got, g.Stderr())
+			}
+		})
 	}
 }
