@@ -144,11 +144,20 @@ func TestCloneBox(t *testing.T) {
 	})
 }
 
+// brokerBoxChecks runs in a broker-mode clone box with $1 a host path and $2 a port listening
+// on the host's 127.0.0.1: no host path and no mount is visible, the session has the broker's
+// proxy, a direct connection to the host is dropped, and sudo is gone.
+const brokerBoxChecks = `test ! -e "$1"; ! grep -Eq ' (9p|virtiofs|fuse\.sshfs) ' /proc/mounts
+case "$http_proxy" in http://corral:*@192.168.5.2:*) echo proxy-set ;; esac
+! timeout 10 bash -c 'exec 3<>/dev/tcp/192.168.5.2/'$2 2>/dev/null && echo direct-refused
+! sudo -n true 2>/dev/null && echo no-sudo`
+
 // cloneSourceBroker deletes the clone group's first box (one box at a time), then runs a session
 // in a checkout whose .corral.toml says source = "clone", with network = "broker" and
 // clone_uncommitted = true in its trusted per-project file: the box mounts nothing, gets HEAD
 // plus the uncommitted README change and never the untracked .env, passes the broker-mode guard
-// check (the git daemon the first box reached directly is refused), and its commit comes back as refs/corral/<box>/main in the checkout.
+// check (the git daemon the first box reached directly is refused), and its commit comes back
+// as refs/corral/<box>/main in the checkout.
 func cloneSourceBroker(t *testing.T, base, firstBox string, daemonPort int) {
 	if r := runCmd(t, asUser([]string{suite.bin, "--box", firstBox, "delete", "--yes"}), "delete "+firstBox); r.code != 0 {
 		t.Fatalf("delete the first box: exit %d: %s", r.code, r.stderr)
@@ -160,10 +169,7 @@ func cloneSourceBroker(t *testing.T, base, firstBox string, daemonPort int) {
 	cleanupBox(t, cobox)
 	writeFile(t, filepath.Join(suite.home, "projects", cobox+".toml"), "network = \"broker\"\nclone_uncommitted = true\n", 0o600)
 	check := `set -e; pwd; cat README; git status --porcelain; test ! -e .env; ! grep -rq SECRET-CORRAL-E2E-CO "$HOME"
-test ! -e "$1"; ! grep -Eq ' (9p|virtiofs|fuse\.sshfs) ' /proc/mounts
-case "$http_proxy" in http://corral:*@192.168.5.2:*) echo proxy-set ;; esac
-! timeout 10 bash -c 'exec 3<>/dev/tcp/192.168.5.2/'$2 2>/dev/null && echo direct-refused
-! sudo -n true 2>/dev/null && echo no-sudo`
+` + brokerBoxChecks
 	r := corral(t, co, nil, "run", "--yes", "--", "bash", "-c", check, "x", co, fmt.Sprint(daemonPort))
 	for _, want := range []string{"/src/co\n", "committed\nuncommitted\n", " M README", "proxy-set", "direct-refused", "no-sudo"} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
@@ -183,5 +189,43 @@ case "$http_proxy" in http://corral:*@192.168.5.2:*) echo proxy-set ;; esac
 	}
 	if b, _ := os.ReadFile(filepath.Join(co, "README")); string(b) != "committed\nuncommitted\n" {
 		t.Errorf("the host checkout changed: README %q", b)
+	}
+}
+
+// TestCloneBoxBroker (CORRAL_E2E_CLONE_BROKER=1; it boots one more box, so it is off by default):
+// "git corral clone --network broker" of a local repository with a git:// submodule: the box
+// passes the broker-mode guard check, sessions get the broker's proxy, the host is not reachable
+// directly, and the submodule is skipped by name (broker mode fetches submodules over https).
+func TestCloneBoxBroker(t *testing.T) {
+	if os.Getenv("CORRAL_E2E_CLONE_BROKER") != "1" {
+		t.Skip("set CORRAL_E2E_CLONE_BROKER=1 to boot one more box; TestCloneBox shows broker mode on its source = \"clone\" box")
+	}
+	base := cloneCase(t, "clonebroker")
+	src, dest := filepath.Join(base, "src"), filepath.Join(base, "dest")
+	port := gitDaemon(t, base)
+	sh(t, "git init -q -b main "+src+" && cd "+src+" && echo hello > README && git add README && git commit -qm init"+
+		" && git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),lib"+
+		fmt.Sprintf(` && printf '[submodule "lib"]\n\tpath = lib\n\turl = git://192.168.5.2:%d/src\n' > .gitmodules`, port)+
+		" && git add .gitmodules && git commit -qm 'submodule lib'")
+	box := project.BoxName(dest)
+	cleanupBox(t, box)
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(suite.home, "clones", box+".git")) })
+	r := corral(t, base, nil, "clone", "--yes", "--network", "broker", "--json", src, dest)
+	var doc struct {
+		Delivered         bool
+		Submodules        []struct{ Path string }
+		SubmodulesSkipped []struct{ Path, Reason string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); r.code != 0 || err != nil || !doc.Delivered {
+		t.Fatalf("clone --network broker: exit %d, %v: %s", r.code, err, r.stderr)
+	}
+	if len(doc.Submodules) != 0 || len(doc.SubmodulesSkipped) != 1 || doc.SubmodulesSkipped[0].Path != "submodule.lib.url" {
+		t.Errorf("submodules %+v skipped %+v: want lib skipped (git:// in broker mode)", doc.Submodules, doc.SubmodulesSkipped)
+	}
+	r = corral(t, dest, nil, "run", "--", "bash", "-c", "set -e; cat README; "+brokerBoxChecks, "x", src, fmt.Sprint(port))
+	for _, want := range []string{"hello", "proxy-set", "direct-refused", "no-sudo"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("exit %d, stdout %q: want %q", r.code, r.stdout, want)
+		}
 	}
 }
