@@ -34,14 +34,7 @@ func benchClone(t *testing.T, base, box, guestDir string) {
 	}
 	big := filepath.Join(base, "big")
 	sh(t, "git init -q -b main "+big+" && cd "+big+" && for i in $(seq 50); do head -c 1048576 /dev/urandom > f$i; done && git add -A && git commit -qm big && du -sm .git")
-	port := freePort(t)
-	daemon := asUser([]string{"git", "daemon", "--reuseaddr", "--export-all", "--base-path=" + base,
-		"--listen=127.0.0.1", "--port=" + strconv.Itoa(port), base})
-	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // runuser's child, git daemon, ends with it
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = syscall.Kill(-daemon.Process.Pid, syscall.SIGKILL); _ = daemon.Wait() }()
+	port := gitDaemon(t, base)
 
 	ep, err := vm.EndpointFromSSHConfig(filepath.Join(suite.home, "lima", box, "ssh.config"), "lima-"+box)
 	if err != nil {
@@ -100,6 +93,30 @@ func (g *benchGuest) Exec(ctx context.Context, argv []string, stdin io.Reader, s
 		return code, nil
 	}
 	return code, err
+}
+
+// gitDaemon serves every repository under base with git daemon, as the test user, on a free
+// port of the host's 127.0.0.1 (the guest reaches it as 192.168.5.2), until the test ends, and
+// returns the port once it accepts connections.
+func gitDaemon(t *testing.T, base string) int {
+	t.Helper()
+	port := freePort(t)
+	daemon := asUser([]string{"git", "daemon", "--reuseaddr", "--export-all", "--base-path=" + base,
+		"--listen=127.0.0.1", "--port=" + strconv.Itoa(port), base})
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // runuser's child, git daemon, ends with it
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-daemon.Process.Pid, syscall.SIGKILL); _ = daemon.Wait() })
+	for range 100 {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return port
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("git daemon on port %d does not accept connections", port)
+	return 0
 }
 
 func freePort(t *testing.T) int {

@@ -96,6 +96,12 @@ type Config struct {
 	Name string
 	// Timeout is `timeout` (trusted-only): the default limit of `run`; 0 means none.
 	Timeout time.Duration
+
+	// Fields below were added with clone boxes (issue 9); each names its TOML key.
+
+	// CloneUncommitted is `clone_uncommitted` (trusted-only): with source = "clone", also send
+	// the work tree's uncommitted changes to tracked files (never an untracked file).
+	CloneUncommitted bool
 }
 
 // Default returns the built-in defaults, the lowest layer.

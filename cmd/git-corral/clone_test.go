@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-corral/git-corral/clone"
 	"github.com/git-corral/git-corral/internal/sandboxguest"
+	"github.com/git-corral/git-corral/policy"
 )
 
 // TestCloneAndFetchWithSandboxGuest runs "git corral clone" and "git corral fetch" with the box
@@ -54,8 +55,8 @@ func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
 	must(err)
 	defer g.Close()
 	old := boxGuest
-	boxGuest = func(_ context.Context, _ *app, req guestRequest) (clone.Guest, string, error) {
-		return g, g.Path(req.Box), nil
+	boxGuest = func(_ context.Context, _ *app, req guestRequest) (guestBox, error) {
+		return guestBox{Guest: g, Dir: g.Path(req.Box), Network: policy.NetworkFull}, nil
 	}
 	defer func() { boxGuest = old }()
 

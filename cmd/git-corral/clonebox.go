@@ -23,10 +23,6 @@ import (
 	"github.com/git-corral/git-corral/vm"
 )
 
-// cloneSourceChanges says whether source = "clone" also delivers uncommitted changes to tracked
-// files. There is no policy key for it yet; the brief of issue 9 asks for them.
-const cloneSourceChanges = true
-
 // sourceClone is the policy value of `source` that selects clone mode for a checkout.
 const sourceClone = "clone"
 
@@ -44,32 +40,45 @@ type guestRequest struct {
 }
 
 // realBoxGuest boots (or creates) the clone-mode box, runs the guard check, and returns the
-// box as a clone.Guest with the guest checkout directory.
-func realBoxGuest(ctx context.Context, a *app, req guestRequest) (clone.Guest, string, error) {
+// box as a clone.Guest with the guest checkout directory. In broker mode the Guest's commands
+// get the broker's proxy settings (through the SSH channel, never on a command line).
+func realBoxGuest(ctx context.Context, a *app, req guestRequest) (guestBox, error) {
 	cfg := policy.Default()
 	if req.Flags != nil {
 		var err error
 		if cfg, err = a.cloneConfig(ctx, req.HostDir, req.Box, *req.Flags); err != nil {
-			return nil, "", err
+			return guestBox{}, err
 		}
 	}
 	s, err := a.ensureCloneBox(ctx, req.Cmd, req.Flags, req.Box, req.HostDir, cfg)
 	if err != nil {
-		return nil, "", err
+		return guestBox{}, err
 	}
 	c, err := a.dialGuarded(ctx, s)
 	if err != nil {
-		return nil, "", err
+		return guestBox{}, err
 	}
 	dir, err := guestCheckoutDir(ctx, c, req.HostDir)
 	if err != nil {
 		c.Close()
-		return nil, "", err
+		return guestBox{}, err
 	}
-	return &sshGuest{c: c, stderr: a.stderr}, dir, nil
+	return guestBox{Guest: a.sshGuest(c, s), Dir: dir, Network: s.cfg.Network}, nil
 }
 
-// ensureCloneBox makes box run as a box without any host mount. f == nil never creates it.
+// sshGuest is s's SSH client c as a clone.Guest, with the broker's proxy settings when s has a
+// broker.
+func (a *app) sshGuest(c *vm.Client, s *boxSession) *sshGuest {
+	g := &sshGuest{c: c, stderr: a.stderr}
+	if s.brokerSecret != nil {
+		g.env = proxyEnv(s.brokerSecret, s.brokerPort)
+	}
+	return g
+}
+
+// ensureCloneBox makes box run as a box without any host mount, provisioned with the guest
+// scripts of its network mode (cloneSession), and its broker running in broker mode. f == nil
+// never creates it and starts no broker (fetch only reads from the box).
 func (a *app) ensureCloneBox(ctx context.Context, cmd string, f *boxFlags, box, hostDir string, cfg *policy.Config) (*boxSession, error) {
 	if f != nil && *f.yes && *f.noCreate {
 		return nil, usageErrorf(cmd, "--yes and --no-create exclude each other")
@@ -83,9 +92,15 @@ func (a *app) ensureCloneBox(ctx context.Context, cmd string, f *boxFlags, box, 
 	if err != nil {
 		return nil, err
 	}
-	s := &boxSession{m: m, box: box, cfg: cfg}
+	s, err := cloneSession(m, box, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.cfg.Provision) > 0 {
+		a.notice("provision scripts are not run in a clone-mode box (they run from a mounted checkout); packages are installed")
+	}
 	spec := vm.BoxSpec{
-		Box: box, ProjectDir: hostDir, NoProjectMount: true, Config: cfg, Bundle: s.bundle,
+		Box: box, ProjectDir: hostDir, NoProjectMount: true, Config: s.cfg, Bundle: s.bundle, BrokerPort: s.brokerPort,
 		Create:   f != nil && !*f.noCreate,
 		Progress: vm.NewProgress(a.stderr, a.isTerminal(a.stderr)), Notice: a.notice,
 	}
@@ -93,37 +108,34 @@ func (a *app) ensureCloneBox(ctx context.Context, cmd string, f *boxFlags, box, 
 		spec.Confirm = a.confirmCreate(box, hostDir)
 	}
 	s.st, err = m.Ensure(ctx, spec)
-	var ee *exitError
-	switch {
-	case err == nil:
-		s.cfg = boxNetwork(m, box, cfg)
-		return s, nil
-	case errors.As(err, &ee):
-		return nil, err
-	case errors.Is(err, vm.ErrMountMode):
-		return nil, withHint(err, "clone mode never uses a box that mounts the host checkout; 'git corral delete' that box first (its disk is lost), or keep source = \"mount\"")
-	case errors.Is(err, vm.ErrNoBox) && f == nil:
-		return nil, withHint(err, "the box holding this clone does not exist; nothing can come back from it")
-	case errors.Is(err, vm.ErrNoBox):
-		return nil, withHint(err, fmt.Sprintf("run 'git corral %s --yes' to create it", cmd))
-	case errors.Is(err, vm.ErrNoImage):
-		return nil, withHint(err, "build it once as root: 'sudo git corral image build --dir "+vm.SystemImageDir+"'")
-	default:
-		return nil, withHint(err, "'git corral logs' shows what Lima said")
+	if err != nil {
+		return nil, cloneEnsureError(err, cmd, f)
 	}
+	if f != nil && s.cfg.Network == policy.NetworkBroker {
+		if s.brokerSecret, err = a.ensureBroker(ctx, m, box, s.cfg, s.brokerPort); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
-// boxNetwork returns cfg with the network mode the box was created with, so that the guard
-// check holds an existing box to its own mode (fetch passes no --network; a broker box must
-// still show its broker guards).
-func boxNetwork(m *vm.Manager, box string, cfg *policy.Config) *policy.Config {
-	meta, err := m.ReadMeta(box)
-	if err != nil || meta.Network == "" || policy.Network(meta.Network) == cfg.Network {
-		return cfg
+// cloneEnsureError adds the fix to an error of vm.Ensure for a clone-mode box.
+func cloneEnsureError(err error, cmd string, f *boxFlags) error {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return err
+	case errors.Is(err, vm.ErrMountMode):
+		return withHint(err, "clone mode never uses a box that mounts the host checkout; 'git corral delete' that box first (its disk is lost), or keep source = \"mount\"")
+	case errors.Is(err, vm.ErrNoBox) && f == nil:
+		return withHint(err, "the box holding this clone does not exist; nothing can come back from it")
+	case errors.Is(err, vm.ErrNoBox):
+		return withHint(err, fmt.Sprintf("run 'git corral %s --yes' to create it", cmd))
+	case errors.Is(err, vm.ErrNoImage):
+		return withHint(err, "build it once as root: 'sudo git corral image build --dir "+vm.SystemImageDir+"'")
+	default:
+		return withHint(err, "'git corral logs' shows what Lima said")
 	}
-	c := *cfg
-	c.Network = policy.Network(meta.Network)
-	return &c
 }
 
 // dialGuarded connects to the running box and runs the guard check, as session does, before
@@ -181,11 +193,12 @@ func checkoutPath(guestHome, name string) (string, error) {
 type sshGuest struct {
 	c      *vm.Client
 	stderr io.Writer
+	env    map[string]string
 }
 
 // Exec runs argv in the box; a non-zero guest status is returned as the status, not an error.
 func (g *sshGuest) Exec(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) (int, error) {
-	code, err := g.c.Run(ctx, vm.SessionOptions{Argv: argv, Stdin: stdin, Stdout: stdout, Stderr: &escapedWriter{w: g.stderr}})
+	code, err := g.c.Run(ctx, vm.SessionOptions{Argv: argv, Env: g.env, Stdin: stdin, Stdout: stdout, Stderr: &escapedWriter{w: g.stderr}})
 	var es vm.ExitStatus
 	if errors.As(err, &es) {
 		return code, nil
@@ -259,10 +272,11 @@ func (a *app) ensureCloneSource(ctx context.Context, cmd string, f boxFlags, p *
 	return s, nil
 }
 
-// prepareCloneSource gives the running box s the checkout p as committed at HEAD plus the
-// current content of tracked files (clone.SnapshotTracked), never an untracked file, and
-// returns the guest checkout directory. A box that already has its checkout keeps it (the box's
-// own work lives there; 'git corral fetch' brings it back), so nothing is delivered twice.
+// prepareCloneSource gives the running box s the checkout p as committed at HEAD (plus, with
+// clone_uncommitted, the current content of tracked files: clone.SnapshotTracked), never an
+// untracked file, has the box fetch its submodules, and returns the guest checkout directory.
+// A box that already has its checkout keeps it (the box's own work lives there; 'git corral
+// fetch' brings it back), so nothing is delivered twice.
 func (a *app) prepareCloneSource(ctx context.Context, p *project.Project, s *boxSession) (string, error) {
 	c, err := a.dialGuarded(ctx, s)
 	if err != nil {
@@ -282,33 +296,49 @@ func (a *app) prepareCloneSource(ctx context.Context, p *project.Project, s *box
 	if err != nil {
 		return "", err
 	}
-	if err := deliverCheckout(ctx, &sshGuest{c: c, stderr: a.stderr}, p.TopLevel, h.CloneStore(p.Box), dir, cloneSourceChanges); err != nil {
+	g := a.sshGuest(c, s)
+	plan, err := deliverCheckout(ctx, g, p.TopLevel, h.CloneStore(p.Box), dir, s.cfg.CloneUncommitted, transportsFor(s.cfg.Network))
+	if err != nil {
 		return "", withHint(fmt.Errorf("deliver %s into box %s: %w", p.TopLevel, p.Box, err), "nothing of the host is mounted in the box; fix the cause and run the command again")
 	}
-	a.notice(fmt.Sprintf("delivered HEAD and tracked changes of %s into the box at %s (untracked files stay on the host)", visible.String(p.TopLevel), visible.String(dir)))
+	what := "HEAD"
+	if s.cfg.CloneUncommitted {
+		what = "HEAD and uncommitted changes to tracked files"
+	}
+	a.notice(fmt.Sprintf("delivered %s of %s into the box at %s (untracked files stay on the host)", what, visible.String(p.TopLevel), visible.String(dir)))
+	if err := a.fetchSubmodules(ctx, g, dir, plan); err != nil {
+		return "", err
+	}
 	return dir, nil
 }
 
 // deliverCheckout fetches the checkout at top into a fresh store (its previous content is
 // replaced: the store is git corral's own), adds the tracked-file snapshot when withChanges is
-// set, and delivers both into the guest at dir on the checkout's current branch.
-func deliverCheckout(ctx context.Context, g clone.Guest, top, store, dir string, withChanges bool) error {
+// set, plans the submodules the box may fetch over transports (a hostile .gitmodules entry
+// refuses before anything is delivered) and delivers both into the guest at dir on the
+// checkout's current branch.
+func deliverCheckout(ctx context.Context, g clone.Guest, top, store, dir string, withChanges bool, transports []string) (clone.SubmodulePlan, error) {
 	if err := os.RemoveAll(store); err != nil {
-		return err
+		return clone.SubmodulePlan{}, err
 	}
 	if err := os.MkdirAll(filepath.Dir(store), 0o700); err != nil {
-		return err
+		return clone.SubmodulePlan{}, err
 	}
 	res, err := clone.Fetch(ctx, top, store, clone.Options{Cwd: top})
 	if err != nil {
-		return err
+		return clone.SubmodulePlan{}, err
 	}
 	if withChanges {
 		if _, err := clone.SnapshotTracked(ctx, top, store); err != nil {
-			return err
+			return clone.SubmodulePlan{}, err
 		}
 	}
-	return clone.Deliver(ctx, g, store, clone.DeliverOptions{Dir: dir, Branch: strings.TrimPrefix(res.Head, "refs/heads/")})
+	branch := strings.TrimPrefix(res.Head, "refs/heads/")
+	plan, err := clone.PlanSubmodules(store, clone.SubmoduleOptions{Branch: branch, Transports: transports})
+	if err != nil {
+		return plan, err
+	}
+	return plan, clone.Deliver(ctx, g, store, clone.DeliverOptions{Dir: dir, Branch: branch})
 }
 
 // cloneConfig is the configuration of a clone DIR's box: the trusted layers (global and the

@@ -107,7 +107,7 @@ func TestDeliverCheckout(t *testing.T) {
 	defer g.Close()
 	dir := g.Path("src/work")
 	store := filepath.Join(root, ".corral", "clones", "work.git")
-	if err := deliverCheckout(context.Background(), g, top, store, dir, true); err != nil {
+	if _, err := deliverCheckout(context.Background(), g, top, store, dir, true, nil); err != nil {
 		t.Fatalf("deliverCheckout: %v\n%s", err, g.Stderr())
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "README")); err != nil || string(b) != "committed\nuncommitted tracked change\n" {
@@ -126,7 +126,7 @@ func TestDeliverCheckout(t *testing.T) {
 		t.Errorf("guest status %q: want README modified and gone deleted as uncommitted changes, no .env", got)
 	}
 	// Delivering again replaces the host store (git corral's own), never the guest checkout.
-	if err := deliverCheckout(context.Background(), g, top, store, g.Path("src/again"), false); err != nil {
+	if _, err := deliverCheckout(context.Background(), g, top, store, g.Path("src/again"), false, nil); err != nil {
 		t.Fatalf("second deliverCheckout: %v\n%s", err, g.Stderr())
 	}
 	if b, err := os.ReadFile(g.Path("src/again/README")); err != nil || string(b) != "committed\n" {

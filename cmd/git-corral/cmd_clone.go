@@ -19,8 +19,8 @@ import (
 )
 
 // boxGuest returns a running clone-mode box's Guest (booting it, or creating it when req.Flags
-// allow), after the guard check, and the guest path its checkout lives at. Tests bind it to
-// internal/sandboxguest.
+// allow), after the guard check, with the guest path its checkout lives at and its network
+// mode. Tests bind it to internal/sandboxguest.
 var boxGuest = realBoxGuest
 
 type cloneDoc struct {
@@ -32,6 +32,10 @@ type cloneDoc struct {
 	Refs      []clone.Ref     `json:"refs"`
 	Warnings  []clone.Finding `json:"warnings"`
 	Delivered bool            `json:"delivered"`
+	// Submodules are the submodules the box fetched; SubmodulesSkipped the entries it did not
+	// (transport not allowed by the network mode, relative URL without an origin).
+	Submodules        []clone.Submodule `json:"submodules"`
+	SubmodulesSkipped []clone.Finding   `json:"submodulesSkipped"`
 }
 
 func defineClone(fs *pflag.FlagSet) runFunc {
@@ -131,9 +135,10 @@ func (c *cloneRun) run(ctx context.Context, dir string) error {
 	return derr
 }
 
-// deliver hands the store to the box and records that it did.
+// deliver hands the store to the box, records that it did, and has the box fetch the
+// submodules the network mode allows.
 func (c *cloneRun) deliver(ctx context.Context, doc *cloneDoc, rec *clone.Record) error {
-	g, guestDir, err := boxGuest(ctx, c.a, guestRequest{Cmd: "clone", Box: doc.Box, HostDir: doc.Dir, Flags: &c.flags})
+	gb, err := boxGuest(ctx, c.a, guestRequest{Cmd: "clone", Box: doc.Box, HostDir: doc.Dir, Flags: &c.flags})
 	if err != nil {
 		return withHint(fmt.Errorf("deliver into box %s: %w", doc.Box, err),
 			fmt.Sprintf("the fetched and validated store is kept at %s; run 'git corral clone %s %s' again to deliver it", doc.Store, c.raw, doc.Dir))
@@ -142,17 +147,22 @@ func (c *cloneRun) deliver(ctx context.Context, doc *cloneDoc, rec *clone.Record
 	if c.src.Kind != clone.KindLocal {
 		origin = c.src.URL
 	}
-	if err := clone.Deliver(ctx, g, doc.Store, clone.DeliverOptions{Dir: guestDir, Origin: origin, Branch: doc.Branch}); err != nil {
+	plan, err := planSubmodules(doc.Store, clone.SubmoduleOptions{Branch: doc.Branch, Origin: origin, Transports: transportsFor(gb.Network)})
+	if err != nil {
 		return err
 	}
-	rec.GuestDir, rec.Delivered, doc.Delivered = guestDir, true, true
+	if err := clone.Deliver(ctx, gb, doc.Store, clone.DeliverOptions{Dir: gb.Dir, Origin: origin, Branch: doc.Branch}); err != nil {
+		return err
+	}
+	rec.GuestDir, rec.Delivered, doc.Delivered = gb.Dir, true, true
 	if err := clone.WriteRecord(doc.Dir, *rec); err != nil {
 		return err
 	}
 	if !c.jsonOut {
-		fmt.Fprintf(c.a.stdout, "checked out %s in box %s at %s\n", visible.String(doc.Branch), doc.Box, visible.String(guestDir))
+		fmt.Fprintf(c.a.stdout, "checked out %s in box %s at %s\n", visible.String(doc.Branch), doc.Box, visible.String(gb.Dir))
 	}
-	return nil
+	doc.Submodules, doc.SubmodulesSkipped = plan.Fetch, plan.Skipped
+	return c.a.fetchSubmodules(ctx, gb, gb.Dir, plan)
 }
 
 func (c *cloneRun) report(doc cloneDoc) {

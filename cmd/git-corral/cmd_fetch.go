@@ -32,11 +32,11 @@ func defineFetch(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		g, guestDir, err := boxGuest(ctx, a, guestRequest{Cmd: "fetch", Box: box, HostDir: hostDir})
+		gb, err := boxGuest(ctx, a, guestRequest{Cmd: "fetch", Box: box, HostDir: hostDir})
 		if err != nil {
 			return withHint(fmt.Errorf("fetch from box %s: %w", box, err), "nothing was fetched")
 		}
-		res, err := clone.FetchBack(ctx, g, gitDir, clone.FetchBackOptions{Dir: guestDir, Box: box})
+		res, err := clone.FetchBack(ctx, gb, gitDir, clone.FetchBackOptions{Dir: gb.Dir, Box: box})
 		if err != nil {
 			return withHint(err, "nothing was written on the host")
 		}
