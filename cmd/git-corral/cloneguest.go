@@ -63,7 +63,7 @@ func cloneSession(m *vm.Manager, box string, cfg *policy.Config) (*boxSession, e
 // git shadow (no host git metadata is in reach of the box) and no repository provision
 // scripts (they run from a mounted checkout, which a clone-mode box does not have).
 func cloneBundle(cfg *policy.Config, brokerPort int) (provision.Bundle, error) {
-	b, err := provision.Render(provision.Options{Network: cfg.Network, User: vm.GuestUser(), BrokerPort: brokerPort, Packages: cfg.Packages})
+	b, err := provision.Render(provision.Options{Network: cfg.Network, User: vm.GuestUser(), BrokerPort: brokerPort, Packages: cfg.Packages, GitCredentialHelper: len(cfg.GitTokens) > 0})
 	if err != nil {
 		return provision.Bundle{}, withHint(err, "the values above come from the configuration and the host user name")
 	}
