@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 CORRAL_USER=${CORRAL_USER:-corral-ci}
 RUNS=${RUNS:-15}
 BOOTS=${BOOTS:-1}   # create-to-ready pairs (git corral, then raw limactl); 0 skips them
+NETWORK=${NETWORK:-full}  # the box's network mode: full, broker or offline
 BASE=/var/tmp/corral-bench
 LIMACTL=/usr/local/lib/git-corral/lima/bin/limactl
 QEMU="qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
@@ -26,9 +27,13 @@ rm -rf "${BASE:?}/home" "${BASE:?}/proj"
 install -d -o "$CORRAL_USER" "$BASE/home" "$BASE/proj"
 U sh -c "cd $BASE/proj && git init -q . && echo bench > README"
 BOX=$(U "$BASE/bin/git-corral" -C "$BASE/proj" info --json | sed -n 's/.*"box": "\(.*\)".*/\1/p')
+if [ "$NETWORK" != full ]; then
+  install -d -o "$CORRAL_USER" -m 700 "$BASE/home/projects"
+  printf 'network = "%s"\n' "$NETWORK" | install -o "$CORRAL_USER" -m 600 /dev/stdin "$BASE/home/projects/$BOX.toml"
+fi
 cleanup() { for b in "$BOX" raw-bench; do U "$LIMACTL" --tty=false delete --force "$b" >/dev/null 2>&1 || true; done; }
 trap cleanup EXIT
-echo "box $BOX; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "box $BOX ($NETWORK); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 for i in $(seq "$BOOTS"); do
   cleanup
@@ -46,7 +51,9 @@ echo "RESULT create-to-ready git-corral run (box for the warm runs): $(since "$t
 CFG="$BASE/home/lima/$BOX/ssh.config"
 U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/warm.json" \
   -n "git corral run -- true" "$BASE/bin/git-corral -C $BASE/proj run -- true" \
+  -n "git corral run -- true, no connection holder" "env CORRAL_NO_CONNECTION_HOLDER=1 $BASE/bin/git-corral -C $BASE/proj run -- true" \
   -n "ssh -F ssh.config true" "ssh -F $CFG lima-$BOX true" \
+  -n "ssh -F ssh.config guard-check session" "ssh -F $CFG lima-$BOX /usr/local/libexec/corral/guard-check session" \
   -n "limactl shell true" "$LIMACTL shell --workdir / $BOX true" 2>&1 | grep -v '^ *$'
 python3 - "$BASE/home/warm.json" <<'PY'
 import json, sys
