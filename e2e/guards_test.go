@@ -128,8 +128,10 @@ true`, canary)
 
 // TestBrokerMode is the broker and funnel group: in broker mode an allowed destination (a test
 // server on the host, allowed by explicit address in the trusted per-project file) answers
-// through the broker; another loopback server and a name are refused and logged; direct egress,
-// DNS and sudo fail; git corral egress shows both decisions.
+// through the broker; another loopback server and a name are refused and logged; every other way
+// out and every way to root fail (lockdownHolds), on the first boot and after a reboot; killing
+// the broker fails connections closed until the next run restarts it; git corral egress shows
+// both decisions.
 func TestBrokerMode(t *testing.T) {
 	dir := newProject(t, "broker")
 	box := boxName(t, dir)
@@ -177,20 +179,6 @@ cat <&3`
 	probe := newHostProbe(t)
 	t.Run("no way out but the broker, no way to root, as the box user", func(t *testing.T) {
 		lockdownHolds(t, dir, "broker", probe)
-	})
-	t.Run("direct egress, DNS and sudo fail in the box", func(t *testing.T) {
-		port := allowed[strings.LastIndex(allowed, ":")+1:]
-		checks := map[string]string{
-			"direct to the host's allowed server": "exec 3<>/dev/tcp/192.168.5.2/" + port,
-			"DNS":                                 "getent hosts example.com",
-			"sudo":                                "sudo -n true",
-		}
-		for name, cmd := range checks {
-			r := corral(t, dir, nil, "run", "--timeout", "20s", "--", "bash", "-c", cmd)
-			if r.code == 0 {
-				t.Errorf("%s succeeded in broker mode", name)
-			}
-		}
 	})
 	t.Run("killing the broker mid-session fails new connections closed; the next run restarts it", func(t *testing.T) {
 		pid := brokerPID(t, box)

@@ -66,9 +66,10 @@ func lockdownHolds(t *testing.T, dir, mode string, probe *hostProbe) {
 	port := strconv.Itoa(probe.port)
 	before := probe.tcp.Load() + probe.udp.Load()
 	for _, c := range []struct{ name, cmd string }{
-		{"TCP to the host's loopback through the gateway", "exec 3<>/dev/tcp/192.168.5.2/" + port},
+		// A dropped SYN would hang until the kernel gives up: timeout(1) ends the try (exit 124).
+		{"TCP to the host's loopback through the gateway", "timeout 5 bash -c 'exec 3<>/dev/tcp/192.168.5.2/" + port + "'"},
 		{"UDP to the host's loopback through the gateway", "for i in 1 2 3; do echo x >/dev/udp/192.168.5.2/" + port + " || exit 1; done; exit 0"},
-		{"IPv6 to the host (user-mode network's fec0::2)", "exec 3<>/dev/tcp/fec0::2/" + port},
+		{"IPv6 to the host (user-mode network's fec0::2)", "timeout 5 bash -c 'exec 3<>/dev/tcp/fec0::2/" + port + "'"},
 		{"DNS through Lima's resolver", "getent hosts corral-e2e.invalid"},
 		{"sudo", "sudo -n true"},
 		{"pkexec (absent or refused)", "command -v pkexec >/dev/null || exit 1; pkexec true"},
