@@ -16,6 +16,8 @@ COMMIT      ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown
 LDFLAGS     := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BIN         := bin/git-corral
 GO          ?= go
+# sudo resets PATH (secure_path) and Go lives in /usr/local/go on machines of this kind.
+export PATH := $(PATH):/usr/local/go/bin
 GOTESTFLAGS ?=
 
 .PHONY: build install test unit e2e lint man lima clean

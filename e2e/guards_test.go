@@ -86,7 +86,10 @@ func TestGuardsFullMode(t *testing.T) {
 printf '#!/bin/sh\ntouch %[1]s\n' > .git/hooks/pre-commit 2>/dev/null && chmod +x .git/hooks/pre-commit && echo hook-written
 printf '[core]\n\thooksPath = /tmp\n' >> .git/config 2>/dev/null && echo appended
 true`, canary)
-		corral(t, dir, nil, "run", "--", "sh", "-c", script)
+		if r := corral(t, dir, nil, "run", "--", "sh", "-c", script); r.code != 0 {
+			// Without a session nothing was planted, and every check below would pass vacuously.
+			t.Fatalf("run: exit %d: the box did not run the planting script: %s", r.code, r.stderr)
+		}
 		if r := gitAsUser(t, dir, "config", "core.fsmonitor"); strings.TrimSpace(r.stdout) != "" {
 			t.Errorf("core.fsmonitor on the host = %q", r.stdout)
 		}

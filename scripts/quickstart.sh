@@ -26,14 +26,19 @@ fi
 step() { printf '\n== %s\n' "$*"; }
 step "git corral run --yes -- uname -a   (creates and boots the box on first use)"
 as_user git -C "$demo" corral run --yes -- uname -a
+# A second run shows the same thing: the demo's Makefile starts from its commit again.
+as_user git -C "$demo" checkout -q -- Makefile
 step "from inside the box: plant a pre-commit hook and core.fsmonitor in the host's .git"
-as_user git -C "$demo" corral run -- sh -c '
+as_user git -C "$demo" corral run -- sh -c 'exec 2>&1
   printf "#!/bin/sh\ntouch /tmp/corral-demo-pwned\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo "hook written" || echo "hook refused"
   git config core.fsmonitor "touch /tmp/corral-demo-pwned" && echo "config written" || echo "config refused"
   echo "install: all" >> Makefile' || true
 step "on the host: the hook and the config change did not arrive"
 if [ -e "$demo/.git/hooks/pre-commit" ]; then echo "pre-commit hook: PRESENT (unexpected)"; else echo "pre-commit hook: absent"; fi
 echo "core.fsmonitor on the host: '$(as_user git -C "$demo" config core.fsmonitor || true)'"
+rm -f /tmp/corral-demo-pwned
+as_user git -C "$demo" status --short >/dev/null
+if [ -e /tmp/corral-demo-pwned ]; then echo "host git status ran a planted command (unexpected)"; else echo "host git status ran nothing the box planted (/tmp/corral-demo-pwned absent)"; fi
 step "git corral diff: what the box changed in files the host will execute"
 as_user git -C "$demo" corral diff || true
 step "git corral stop"
