@@ -41,5 +41,6 @@ as_user git -C "$demo" status --short >/dev/null
 if [ -e /tmp/corral-demo-pwned ]; then echo "host git status ran a planted command (unexpected)"; else echo "host git status ran nothing the box planted (/tmp/corral-demo-pwned absent)"; fi
 step "git corral diff: what the box changed in files the host will execute"
 as_user git -C "$demo" corral diff || true
-step "git corral stop"
-as_user git -C "$demo" corral stop
+step "the box keeps running, so the next command (or a second run of this script) starts in about a second"
+echo "stop it:   runuser -u $user -- git -C $demo corral stop"
+echo "remove it: runuser -u $user -- git -C $demo corral delete --yes"
