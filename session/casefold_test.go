@@ -72,12 +72,13 @@ func shadowRestores(t *testing.T, path string) []string {
 }
 
 // TestSessionCatchesCaseVariantWrites is the host-side guard of a whole session on a
-// case-insensitive filesystem (internal/casefs, a case-folding FUSE loopback; the kernel here
-// has no case-folding ext4): a box writing the real git metadata under other spellings
-// (.GIT/hooks/pre-commit, .git/CONFIG, .Git/Hooks/post-checkout) has each write restored by the
-// watcher within a second (the periodic backstop is off, so only inotify events can trigger it),
-// reported on the terminal and recorded in the audit log; afterwards config and hooks are
-// byte-identical and the host's git runs nothing planted.
+// case-insensitive filesystem (internal/casefs, a case-folding FUSE loopback, which runs where
+// the kernel has no case-folding ext4): a box writing the real git metadata under other
+// spellings (.git/CONFIG, .GIT/hooks/pre-commit, .Git/Hooks/post-checkout,
+// .git/hoo\u212As/pre-push) has each write restored by the watcher within a second (the
+// periodic backstop is off, so only inotify events can trigger it), reported on the terminal
+// and recorded in the audit log; afterwards config and hooks are byte-identical and the host's
+// git runs nothing planted.
 func TestSessionCatchesCaseVariantWrites(t *testing.T) {
 	ctx := context.Background()
 	p := repoIn(t, casefstest.Dir(t))
@@ -107,6 +108,7 @@ func TestSessionCatchesCaseVariantWrites(t *testing.T) {
 		{".git/CONFIG", ".git/config", "[core]\n\tfsmonitor = touch \"$C/fsmonitor\"\n"},
 		{".GIT/hooks/pre-commit", ".git/hooks/pre-commit", "#!/bin/sh\ntouch \"$C/hook\"\n"},
 		{".Git/Hooks/post-checkout", ".git/hooks/post-checkout", "#!/bin/sh\ntouch \"$C/checkout\"\n"},
+		{".git/hoo\u212As/pre-push", ".git/hooks/pre-push", "#!/bin/sh\ntouch \"$C/push\"\n"}, // KELVIN SIGN
 	}
 	for _, w := range writes {
 		before := len(shadowRestores(t, lg.Path))
