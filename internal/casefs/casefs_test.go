@@ -81,8 +81,11 @@ func TestOtherSpellingsReachOneFile(t *testing.T) {
 	write(t, filepath.Join(mnt, ".git", "config"), "[core]\n")
 	write(t, filepath.Join(mnt, "a"), "one\n")
 	write(t, filepath.Join(mnt, "straße"), "street\n")
+	write(t, filepath.Join(mnt, "Makefile"), "all:\n")
 	for _, c := range []struct{ made, other string }{
 		{"a", "A"},
+		{"Makefile", "makefile"},
+		{"Makefile", "MAKEFILE"},
 		{".git/config", ".GIT/CONFIG"},
 		{".git/config", ".Git/Config"},
 		{".git/hooks", ".git/hoo\u212As"}, // KELVIN SIGN folds to k
@@ -110,7 +113,10 @@ func TestOtherSpellingsReachOneFile(t *testing.T) {
 	if got := names(t, filepath.Join(backing, ".git", "hooks")); !slices.Equal(got, []string{"pre-commit"}) {
 		t.Errorf("backing .git/hooks holds %q after a write to .Git/Hooks/pre-commit", got)
 	}
-	if got := names(t, backing); !slices.Equal(got, []string{".git", "a", "straße"}) {
+	if got := names(t, filepath.Join(mnt, ".GIT")); !slices.Equal(got, []string{"config", "hooks"}) {
+		t.Errorf("listing .GIT through the mount gives %q, want the stored spellings", got)
+	}
+	if got := names(t, backing); !slices.Equal(got, []string{".git", "Makefile", "a", "straße"}) {
 		t.Errorf("backing directory holds %q: a spelling made a second entry", got)
 	}
 }
