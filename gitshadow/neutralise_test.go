@@ -40,7 +40,7 @@ func TestSanitizeConfig(t *testing.T) {
 			os.WriteFile(path, []byte(cfg), 0o644)
 			s := &Snapshot{StateDir: dir}
 			os.Mkdir(filepath.Join(dir, "quarantine"), 0o700)
-			if _, _, err := s.sanitizeConfig(path); err != nil {
+			if _, _, _, err := s.sanitizeConfig(path); err != nil {
 				t.Fatal(err)
 			}
 			out, err := exec.Command("git", "config", "-f", path, "--list").CombinedOutput()
@@ -136,5 +136,58 @@ func TestLoadSnapshotVerifies(t *testing.T) {
 	q, _ := os.ReadFile(changes[0].Quarantine)
 	if !strings.Contains(string(q), "fsmonitor") {
 		t.Errorf("the box's version was not kept in quarantine: %q", q)
+	}
+}
+
+// TestAdoptRacingWriter: a box still writing a new git dir (git clone, git submodule add) can
+// write between the host neutralising it and adopting it into the snapshot. Such writes (a hook,
+// core.fsmonitor appended to config, a config.worktree) must be undone in the same check, not
+// adopted as the host's own state. Verify is used, so no watcher event can help.
+func TestAdoptRacingWriter(t *testing.T) {
+	root := fixture(t)
+	work := filepath.Join(root, "work")
+	snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd := filepath.Join(work, ".git/modules/racy")
+	run(t, work, "git", "init", "-q", "--bare", gd)
+	hook := filepath.Join(gd, "hooks", "post-checkout")
+	cfg := filepath.Join(gd, "config")
+	wtCfg := filepath.Join(gd, "config.worktree")
+	betweenNeutraliseAndAdopt = func(dir string) {
+		if dir != gd {
+			return
+		}
+		os.WriteFile(hook, []byte("#!/bin/sh\ntouch /tmp/racy\n"), 0o755)
+		f, _ := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString("[core]\n\tfsmonitor = touch /tmp/racy\n")
+		f.Close()
+		os.WriteFile(wtCfg, []byte("[core]\n\tfsmonitor = sh\n"), 0o644)
+	}
+	t.Cleanup(func() { betweenNeutraliseAndAdopt = nil })
+	changes, err := Verify(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{hook, wtCfg} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s, written while the git dir was being neutralised, was adopted", p)
+		}
+	}
+	if data, _ := os.ReadFile(cfg); strings.Contains(string(data), "fsmonitor") {
+		t.Errorf("config keeps what the box appended while it was being neutralised:\n%s", data)
+	}
+	reported := map[string]bool{}
+	for _, c := range changes {
+		reported[c.Path] = reported[c.Path] || c.Restored
+	}
+	for _, p := range []string{hook, cfg, wtCfg} {
+		if !reported[p] {
+			t.Errorf("%s: not reported as restored: %+v", p, changes)
+		}
+	}
+	if again, err := Verify(context.Background(), snap); err != nil || len(again) != 0 {
+		t.Errorf("a second Verify still finds %+v (%v)", again, err)
 	}
 }
