@@ -66,18 +66,29 @@ func Mount(ctx context.Context, backing, mountpoint string) (*Server, error) {
 	return &Server{Backing: abs, Mountpoint: mountpoint, server: srv}, nil
 }
 
+// unmountTries is how many times Unmount tries a clean unmount, 100 ms apart.
+var unmountTries = 20
+
 // Unmount unmounts the filesystem and waits for the server to stop. A busy mount is retried for
-// a few seconds (a process may still be leaving it).
+// a few seconds (a process may still be leaving it); if it stays busy, the FUSE connection is
+// aborted (MNT_FORCE: every pending and later request fails with ENOTCONN) and the mount
+// detached, and an error is returned. Left mounted, a file still open on it would hang its
+// holder for good once this process, the server, stops answering; that includes this very
+// process as it exits.
 func (s *Server) Unmount() error {
 	var err error
-	for range 50 {
+	for range unmountTries {
 		if err = s.server.Unmount(); err == nil {
 			s.server.Wait()
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("casefs: unmount %q: %w", s.Mountpoint, err)
+	ferr := syscall.Unmount(s.Mountpoint, syscall.MNT_FORCE)
+	if ferr != nil {
+		ferr = syscall.Unmount(s.Mountpoint, syscall.MNT_DETACH)
+	}
+	return fmt.Errorf("casefs: unmount %q: %w (aborted and detached: %v)", s.Mountpoint, err, ferr)
 }
 
 // fileSystem is what every node of one mount shares.

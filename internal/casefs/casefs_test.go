@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -258,5 +259,57 @@ func TestMountRefusesAFile(t *testing.T) {
 	write(t, f, "")
 	if _, err := Mount(context.Background(), f, t.TempDir()); err == nil {
 		t.Fatal("mounted a file")
+	}
+}
+
+// TestUnmountBusyAbortsTheConnection: a file left open on the mount makes a clean unmount fail;
+// Unmount then aborts the connection and unmounts, so the server stops and the holder gets
+// errors instead of hanging on a server that no longer answers, and nothing stays mounted.
+func TestUnmountBusyAbortsTheConnection(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: mounts a FUSE filesystem with mount(2)")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("no /dev/fuse: %v", err)
+	}
+	saved := unmountTries
+	unmountTries = 2
+	t.Cleanup(func() { unmountTries = saved })
+	base := t.TempDir()
+	backing, mnt := filepath.Join(base, "backing"), filepath.Join(base, "mnt")
+	os.Mkdir(backing, 0o755)
+	os.Mkdir(mnt, 0o755)
+	s, err := Mount(context.Background(), backing, mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(mnt, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := s.Unmount(); err == nil {
+		t.Fatal("Unmount of a busy mount reported success")
+	}
+	served := make(chan struct{})
+	go func() { s.server.Wait(); close(served) }()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server still runs: the connection was not aborted")
+	}
+	done := make(chan error, 1)
+	go func() { _, err := f.Stat(); done <- err }() // attributes are never cached: asks the server
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("stat of a file of an aborted mount succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stat of a file of an aborted mount hung")
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), " "+mnt+" ") {
+		t.Errorf("%s is still mounted", mnt)
 	}
 }
