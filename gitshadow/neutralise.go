@@ -120,6 +120,16 @@ func (s *Snapshot) neutralise(dir string, worktree bool) []Change {
 		}
 		changes = append(changes, c)
 	}
+	for _, name := range []string{"hooks", "info"} {
+		// A symlink (or anything but a directory) here would make git read hooks or
+		// attributes from wherever it points, which the box may keep writing: quarantine the
+		// entry itself, never what it points at.
+		p := filepath.Join(dir, name)
+		if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+			q, err := s.quarantine(p)
+			note(p, "neutralised", q, err)
+		}
+	}
 	hooks, _ := os.ReadDir(filepath.Join(dir, "hooks"))
 	for _, h := range hooks {
 		if !strings.HasSuffix(h.Name(), ".sample") {
@@ -161,8 +171,9 @@ func commondirIsParent(path string) bool {
 // records what neutralise left, not what is there now: the box may still be writing the git dir
 // (git clone, git submodule add), and whatever it wrote since neutralise looked must be found
 // by the next check rather than adopted as the host's own. So hooks/ is recorded without any
-// entry (every entry but *.sample was quarantined), config with the allow-listed content
-// (safeConfig; nil when config is absent or unreadable), and config.worktree as absent.
+// entry (every entry but *.sample was quarantined), hooks/ and info/ as a directory or absent
+// (never a symlink), config with the allow-listed content (safeConfig; nil when config is
+// absent or unreadable), and config.worktree as absent.
 // commondir and a worktree's gitdir, which neutralise keeps or removes by value, and info/ are
 // recorded as they are.
 func (s *Snapshot) adopt(dir string, worktree bool, safeConfig []byte) {
@@ -182,6 +193,11 @@ func (s *Snapshot) adopt(dir string, worktree bool, safeConfig []byte) {
 	info := filepath.Join(dir, "info")
 	s.Trees[info] = true
 	s.recordTree(info)
+	for _, p := range []string{hooks, info} { // a directory or nothing, as neutralise left it
+		if st := s.Files[p]; st.Type != "dir" {
+			s.Files[p] = fileState{Type: "absent"}
+		}
+	}
 }
 
 // recordConfig records a new git dir's config as holding exactly safe, whatever the file holds
