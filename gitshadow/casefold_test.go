@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/git-corral/git-corral/internal/casefs/casefstest"
 )
 
 // A case-insensitive host filesystem (macOS by default) resolves .GIT/CONFIG, .git/Hooks and
@@ -114,12 +116,31 @@ func attackSpellings(t *testing.T, dir, work string, aliases ...string) {
 	}
 }
 
-// TestCaseVariantsCasefold runs the spelling attacks on a real case-insensitive filesystem: a
-// case-folding ext4 image on a loop device with chattr +F on the repository's directory.
+// TestCaseVariantsCasefold runs the spelling attacks on real case-insensitive filesystems: a
+// case-folding ext4 image on a loop device with chattr +F on the repository's directory (where
+// the kernel has CONFIG_UNICODE), and a case-folding FUSE loopback (internal/casefs), which runs
+// wherever there is /dev/fuse. On both, every spelling reaches the one kernel inode of the real
+// file, so the host's inotify watch sees writes made through the mount under any spelling.
 func TestCaseVariantsCasefold(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: mounts a case-folding ext4 image on a loop device")
+		t.Skip("needs root: mounts a case-folding ext4 image on a loop device and a FUSE filesystem")
 	}
+	t.Run("ext4", func(t *testing.T) { caseVariantsOn(t, ext4Casefold(t)) })
+	t.Run("fuse", func(t *testing.T) { caseVariantsOn(t, casefstest.Dir(t)) })
+}
+
+// caseVariantsOn runs the spelling attacks in dir, which must be case-insensitive.
+func caseVariantsOn(t *testing.T, dir string) {
+	work := caseRepo(t, dir)
+	if _, err := os.Stat(filepath.Join(work, ".GIT", "CONFIG")); err != nil {
+		t.Fatalf("the directory is not case-insensitive: %v", err)
+	}
+	attackSpellings(t, dir, work, filepath.Join(work, ".GIT"), filepath.Join(work, ".Git"))
+}
+
+// ext4Casefold mounts a case-folding ext4 image and returns a directory on it with chattr +F,
+// or skips when this kernel cannot.
+func ext4Casefold(t *testing.T) string {
 	base := t.TempDir()
 	img, mnt := filepath.Join(base, "cf.img"), filepath.Join(base, "mnt")
 	os.Mkdir(mnt, 0o755)
@@ -134,11 +155,7 @@ func TestCaseVariantsCasefold(t *testing.T) {
 	dir := filepath.Join(mnt, "ci")
 	os.Mkdir(dir, 0o755)
 	run(t, base, "chattr", "+F", dir)
-	work := caseRepo(t, dir)
-	if _, err := os.Stat(filepath.Join(work, ".GIT", "CONFIG")); err != nil {
-		t.Fatalf("the directory is not case-insensitive: %v", err)
-	}
-	attackSpellings(t, dir, work, filepath.Join(work, ".GIT"), filepath.Join(work, ".Git"))
+	return dir
 }
 
 // TestCaseVariantsAliases runs the same attacks on any filesystem by giving the real files the

@@ -3,6 +3,8 @@ package gitshadow
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -118,6 +120,16 @@ func (s *Snapshot) neutralise(dir string, worktree bool) []Change {
 		}
 		changes = append(changes, c)
 	}
+	for _, name := range []string{"hooks", "info"} {
+		// A symlink (or anything but a directory) here would make git read hooks or
+		// attributes from wherever it points, which the box may keep writing: quarantine the
+		// entry itself, never what it points at.
+		p := filepath.Join(dir, name)
+		if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+			q, err := s.quarantine(p)
+			note(p, "neutralised", q, err)
+		}
+	}
 	hooks, _ := os.ReadDir(filepath.Join(dir, "hooks"))
 	for _, h := range hooks {
 		if !strings.HasSuffix(h.Name(), ".sample") {
@@ -134,12 +146,20 @@ func (s *Snapshot) neutralise(dir string, worktree bool) []Change {
 		q, err := s.quarantine(p)
 		note(p, "neutralised", q, err)
 	}
-	if q, changed, err := s.sanitizeConfig(filepath.Join(dir, "config")); changed || err != nil {
+	safe, q, changed, err := s.sanitizeConfig(filepath.Join(dir, "config"))
+	if changed || err != nil {
 		note(filepath.Join(dir, "config"), "neutralised", q, err)
 	}
-	s.adopt(dir, worktree)
+	if betweenNeutraliseAndAdopt != nil {
+		betweenNeutraliseAndAdopt(dir)
+	}
+	s.adopt(dir, worktree, safe)
 	return changes
 }
+
+// betweenNeutraliseAndAdopt, when set (by tests only), runs after a new git dir is neutralised
+// and before it is adopted: the moment a box still writing the git dir races the host.
+var betweenNeutraliseAndAdopt func(dir string)
 
 // commondirIsParent reports whether a worktree's commondir file says "../.." (what git writes).
 func commondirIsParent(path string) bool {
@@ -147,31 +167,61 @@ func commondirIsParent(path string) bool {
 	return err == nil && strings.TrimSpace(string(data)) == "../.."
 }
 
-// adopt adds a neutralised git dir to the snapshot, so later changes to it are restored.
-func (s *Snapshot) adopt(dir string, worktree bool) {
+// adopt adds a neutralised git dir to the snapshot, so later changes to it are restored. It
+// records what neutralise left, not what is there now: the box may still be writing the git dir
+// (git clone, git submodule add), and whatever it wrote since neutralise looked must be found
+// by the next check rather than adopted as the host's own. So hooks/ is recorded without any
+// entry (every entry but *.sample was quarantined), hooks/ and info/ as a directory or absent
+// (never a symlink), config with the allow-listed content (safeConfig; nil when config is
+// absent or unreadable), and config.worktree as absent.
+// commondir and a worktree's gitdir, which neutralise keeps or removes by value, and info/ are
+// recorded as they are.
+func (s *Snapshot) adopt(dir string, worktree bool, safeConfig []byte) {
 	s.GitDirs[dir] = true
 	if st, ok := pinOf(dir); ok {
 		s.Pins[dir] = st
 	}
-	for _, f := range []string{"config", "config.worktree", "commondir"} {
-		s.recordFile(filepath.Join(dir, f))
-	}
+	s.Files[filepath.Join(dir, "config.worktree")] = fileState{Type: "absent"}
+	s.recordFile(filepath.Join(dir, "commondir"))
+	s.recordConfig(filepath.Join(dir, "config"), safeConfig)
 	if worktree {
 		s.recordFile(filepath.Join(dir, "gitdir"))
 	}
-	for _, t := range []string{"hooks", "info"} {
-		p := filepath.Join(dir, t)
-		s.Trees[p] = true
-		s.recordTree(p)
+	hooks := filepath.Join(dir, "hooks")
+	s.Trees[hooks] = true
+	s.recordFile(hooks)
+	info := filepath.Join(dir, "info")
+	s.Trees[info] = true
+	s.recordTree(info)
+	for _, p := range []string{hooks, info} { // a directory or nothing, as neutralise left it
+		if st := s.Files[p]; st.Type != "dir" {
+			s.Files[p] = fileState{Type: "absent"}
+		}
 	}
 }
 
-// sanitizeConfig rewrites a config file keeping only safeKeys. An unreadable or unparsable
-// config is quarantined and replaced by a minimal one.
-func (s *Snapshot) sanitizeConfig(path string) (quarantined string, changed bool, err error) {
+// recordConfig records a new git dir's config as holding exactly safe, whatever the file holds
+// now; a difference is restored by the next check.
+func (s *Snapshot) recordConfig(path string, safe []byte) {
+	if err := s.recordFile(path); err != nil || safe == nil {
+		return
+	}
+	st := s.Files[path]
+	sum := sha256.Sum256(safe)
+	if hash := hex.EncodeToString(sum[:]); st.Type != "file" || st.Hash != hash {
+		if s.writeObject(hash, safe) == nil {
+			s.Files[path] = fileState{Type: "file", Perm: 0o644, Hash: hash, UID: st.UID, GID: st.GID}
+		}
+	}
+}
+
+// sanitizeConfig rewrites a config file keeping only safeKeys, and returns the content it left
+// there (nil when there is no config file). An unreadable or unparsable config is quarantined
+// and replaced by a minimal one.
+func (s *Snapshot) sanitizeConfig(path string) (safe []byte, quarantined string, changed bool, err error) {
 	data, rerr := readSmall(path)
 	if os.IsNotExist(rerr) {
-		return "", false, nil
+		return nil, "", false, nil
 	}
 	cfg := format.New()
 	if rerr == nil {
@@ -182,13 +232,13 @@ func (s *Snapshot) sanitizeConfig(path string) (quarantined string, changed bool
 		out = []byte(renderSafeConfig(cfg))
 	}
 	if bytes.Equal(out, data) {
-		return "", false, nil
+		return out, "", false, nil
 	}
 	q, err := s.quarantineCopy(path)
 	if err != nil {
-		return "", true, err
+		return nil, "", true, err
 	}
-	return q, true, atomicfile.Write(path, out, 0o644)
+	return out, q, true, atomicfile.Write(path, out, 0o644)
 }
 
 // quarantineCopy keeps a copy of a file in the quarantine without moving it.

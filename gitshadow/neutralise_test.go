@@ -40,7 +40,7 @@ func TestSanitizeConfig(t *testing.T) {
 			os.WriteFile(path, []byte(cfg), 0o644)
 			s := &Snapshot{StateDir: dir}
 			os.Mkdir(filepath.Join(dir, "quarantine"), 0o700)
-			if _, _, err := s.sanitizeConfig(path); err != nil {
+			if _, _, _, err := s.sanitizeConfig(path); err != nil {
 				t.Fatal(err)
 			}
 			out, err := exec.Command("git", "config", "-f", path, "--list").CombinedOutput()
@@ -136,5 +136,109 @@ func TestLoadSnapshotVerifies(t *testing.T) {
 	q, _ := os.ReadFile(changes[0].Quarantine)
 	if !strings.Contains(string(q), "fsmonitor") {
 		t.Errorf("the box's version was not kept in quarantine: %q", q)
+	}
+}
+
+// TestAdoptRacingWriter: a box still writing a new git dir (git clone, git submodule add) can
+// write between the host neutralising it and adopting it into the snapshot. Such writes (a hook,
+// core.fsmonitor appended to config, a config.worktree, info/ swapped for a symlink) must be
+// undone in the same check, not
+// adopted as the host's own state. Verify is used, so no watcher event can help.
+func TestAdoptRacingWriter(t *testing.T) {
+	root := fixture(t)
+	work := filepath.Join(root, "work")
+	snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd := filepath.Join(work, ".git/modules/racy")
+	run(t, work, "git", "init", "-q", "--bare", gd)
+	hook := filepath.Join(gd, "hooks", "post-checkout")
+	cfg := filepath.Join(gd, "config")
+	wtCfg := filepath.Join(gd, "config.worktree")
+	betweenNeutraliseAndAdopt = func(dir string) {
+		if dir != gd {
+			return
+		}
+		os.WriteFile(hook, []byte("#!/bin/sh\ntouch /tmp/racy\n"), 0o755)
+		f, _ := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString("[core]\n\tfsmonitor = touch /tmp/racy\n")
+		f.Close()
+		os.WriteFile(wtCfg, []byte("[core]\n\tfsmonitor = sh\n"), 0o644)
+		os.Rename(filepath.Join(gd, "info"), filepath.Join(gd, "info.old"))
+		os.Symlink(filepath.Join(gd, "info.old"), filepath.Join(gd, "info"))
+	}
+	t.Cleanup(func() { betweenNeutraliseAndAdopt = nil })
+	changes, err := Verify(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{hook, wtCfg} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s, written while the git dir was being neutralised, was adopted", p)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(gd, "info")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		t.Error("info/, swapped for a symlink while the git dir was being neutralised, was adopted")
+	}
+	if data, _ := os.ReadFile(cfg); strings.Contains(string(data), "fsmonitor") {
+		t.Errorf("config keeps what the box appended while it was being neutralised:\n%s", data)
+	}
+	reported := map[string]bool{}
+	for _, c := range changes {
+		reported[c.Path] = reported[c.Path] || c.Restored
+	}
+	for _, p := range []string{hook, cfg, wtCfg} {
+		if !reported[p] {
+			t.Errorf("%s: not reported as restored: %+v", p, changes)
+		}
+	}
+	if again, err := Verify(context.Background(), snap); err != nil || len(again) != 0 {
+		t.Errorf("a second Verify still finds %+v (%v)", again, err)
+	}
+}
+
+// TestNewGitDirSymlinkedHooks: a git dir the box adds may have hooks/ (or info/) as a symlink to
+// a directory the box keeps writing, in the work tree. The host must quarantine the symlink
+// itself: adopting it would let a hook written there later run on the host, and quarantining
+// "through" it would move files out of whatever it points at.
+func TestNewGitDirSymlinkedHooks(t *testing.T) {
+	root := fixture(t)
+	work := filepath.Join(root, "work")
+	snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := filepath.Join(work, "evilhooks")
+	os.Mkdir(evil, 0o755)
+	keep := filepath.Join(evil, "keep-me")
+	os.WriteFile(keep, []byte("the box's or the user's file, not git metadata\n"), 0o644)
+	gd := filepath.Join(work, ".git/modules/linked")
+	run(t, work, "git", "init", "-q", "--bare", gd)
+	for _, d := range []string{"hooks", "info"} {
+		os.RemoveAll(filepath.Join(gd, d))
+		if err := os.Symlink(evil, filepath.Join(gd, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Verify(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(evil, "pre-commit"), []byte("#!/bin/sh\ntouch "+filepath.Join(root, "canary")+"\n"), 0o755)
+	if _, err := Verify(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"hooks", "info"} {
+		if fi, err := os.Lstat(filepath.Join(gd, d)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			t.Errorf("%s of the new git dir is still a symlink to a directory the box writes", d)
+		}
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("neutralising moved a file out of the symlink's target: %v", err)
+	}
+	cmd := exec.Command("git", "--git-dir="+gd, "--work-tree="+t.TempDir(), "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "--allow-empty", "-m", "x")
+	cmd.Run()
+	if _, err := os.Stat(filepath.Join(root, "canary")); err == nil {
+		t.Error("host git ran a hook through the new git dir's symlinked hooks/")
 	}
 }

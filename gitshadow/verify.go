@@ -41,27 +41,24 @@ func Verify(ctx context.Context, s *Snapshot) ([]Change, error) {
 func (s *Snapshot) check(ctx context.Context, full bool) ([]Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var changes []Change
+	changes, err := s.checkKnown(ctx)
+	if err != nil {
+		return changes, err
+	}
 	add := func(c ...Change) { changes = append(changes, c...) }
-	for _, p := range sortedKeys(s.Pins) {
-		if c, ok := s.checkPin(p); ok {
-			add(c)
-		}
-	}
-	for _, p := range sortedKeys(s.Files) {
-		if err := ctx.Err(); err != nil {
-			return changes, err
-		}
-		if c, ok := s.checkFile(p); ok {
-			add(c)
-		}
-	}
-	for _, t := range sortedKeys(s.Trees) {
-		add(s.checkTree(t)...)
-	}
+	known := len(s.GitDirs)
 	add(s.newGitDirs(ctx)...)
 	if full {
 		add(s.scanWorkTree(ctx)...)
+	}
+	if len(s.GitDirs) > known {
+		// Git dirs were adopted: undo at once what the box wrote into them while they were
+		// being neutralised (see adopt), rather than wait for an event that may never come.
+		again, err := s.checkKnown(ctx)
+		add(again...)
+		if err != nil {
+			return changes, err
+		}
 	}
 	if len(changes) > 0 {
 		if err := s.save(); err != nil { // adopted git dirs must survive a crash too
@@ -76,6 +73,28 @@ func (s *Snapshot) check(ctx context.Context, full bool) ([]Change, error) {
 	}
 	if len(bad) > 0 {
 		return changes, fmt.Errorf("%w: %s", ErrNotRestored, strings.Join(bad, ", "))
+	}
+	return changes, nil
+}
+
+// checkKnown checks the pins, files and trees of the snapshot, restoring what changed.
+func (s *Snapshot) checkKnown(ctx context.Context) ([]Change, error) {
+	var changes []Change
+	for _, p := range sortedKeys(s.Pins) {
+		if c, ok := s.checkPin(p); ok {
+			changes = append(changes, c)
+		}
+	}
+	for _, p := range sortedKeys(s.Files) {
+		if err := ctx.Err(); err != nil {
+			return changes, err
+		}
+		if c, ok := s.checkFile(p); ok {
+			changes = append(changes, c)
+		}
+	}
+	for _, t := range sortedKeys(s.Trees) {
+		changes = append(changes, s.checkTree(t)...)
 	}
 	return changes, nil
 }

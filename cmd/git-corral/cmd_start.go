@@ -297,20 +297,7 @@ func (a *app) auditLog(h home.Home) *audit.Log {
 
 // shadowChange reports a git metadata change on the terminal and in the audit log.
 func (a *app) shadowChange(lg *audit.Log, rec audit.Record) func(gitshadow.Change) {
-	return func(c gitshadow.Change) {
-		state := "restored"
-		if !c.Restored {
-			state = "NOT RESTORED"
-		}
-		msg := fmt.Sprintf("git metadata %s by the box, %s: %s", c.What, state, c.Path)
-		if c.Quarantine != "" {
-			msg += " (the box's version is kept in " + c.Quarantine + ")"
-		}
-		fmt.Fprintf(a.stderr, "corral: warning: %s\n", visible.String(msg))
-		r := rec
-		r.Event, r.Detail = audit.EventShadowRestore, msg
-		lg.Append(context.Background(), r)
-	}
+	return session.Report(a.stderr, lg, rec)
 }
 
 // sessionEnv assembles the session's variables from the trusted layers (boxenv), with each
