@@ -72,9 +72,9 @@ func TestMuxRelaysSessions(t *testing.T) {
 		{"kill -TERM $$", 143, "", ""},
 	} {
 		var stdout, stderr bytes.Buffer
-		code, _ := c.Run(ctx, SessionOptions{Argv: []string{"sh", "-c", tc.script}, Stdout: &stdout, Stderr: &stderr})
+		code, err := c.Run(ctx, SessionOptions{Argv: []string{"sh", "-c", tc.script}, Stdout: &stdout, Stderr: &stderr})
 		if code != tc.code || stdout.String() != tc.stdout || stderr.String() != tc.stderr {
-			t.Errorf("%q: exit %d stdout %q stderr %q; want %d %q %q", tc.script, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+			t.Errorf("%q: exit %d (%v) stdout %q stderr %q; want %d %q %q", tc.script, code, err, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
 		}
 	}
 	in := bytes.Repeat([]byte("0123456789abcdef\n"), 1<<16)
