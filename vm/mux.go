@@ -273,14 +273,27 @@ func relay(up *ssh.Client, nc ssh.NewChannel) {
 	go func() { io.Copy(uch, dch); uch.CloseWrite() }()
 	go func() { defer out.Done(); io.Copy(dch, uch) }()
 	go func() { defer out.Done(); io.Copy(dch.Stderr(), uch.Stderr()) }()
+	// inFlight is held while a client request waits for the box's reply: a command that ends at
+	// once (true, exit 7) closes the box's side before the reply to its own "exec" reaches the
+	// client, and closing the client's side then would fail the client's exec.
+	var inFlight sync.Mutex
 	go func() {
-		forwardRequests(dreqs, uch)
+		for r := range dreqs {
+			inFlight.Lock()
+			ok, err := uch.SendRequest(r.Type, r.WantReply, r.Payload)
+			if r.WantReply {
+				r.Reply(ok && err == nil, nil)
+			}
+			inFlight.Unlock()
+		}
 		uch.Close() // the client went away: end the guest session as sshd would
 	}()
 	forwardRequests(ureqs, dch)
 	out.Wait()
+	inFlight.Lock()
 	dch.CloseWrite()
 	dch.Close()
+	inFlight.Unlock()
 	uch.Close()
 }
 

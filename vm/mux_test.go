@@ -77,6 +77,12 @@ func TestMuxRelaysSessions(t *testing.T) {
 			t.Errorf("%q: exit %d (%v) stdout %q stderr %q; want %d %q %q", tc.script, code, err, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
 		}
 	}
+	// Commands that end at once race their own exec reply through the relay.
+	for i := range 40 {
+		if _, code, err := c.Output(ctx, []string{"sh", "-c", "exit 3"}); code != 3 || err != nil {
+			t.Fatalf("quick session %d: exit %d (%v), want 3", i, code, err)
+		}
+	}
 	in := bytes.Repeat([]byte("0123456789abcdef\n"), 1<<16)
 	var out bytes.Buffer
 	if code, err := c.Run(ctx, SessionOptions{Argv: []string{"cat"}, Stdin: bytes.NewReader(in), Stdout: &out}); code != 0 || !bytes.Equal(out.Bytes(), in) {
