@@ -22,7 +22,7 @@ run_suite() { # name, then the go test arguments
 
 rc=0
 run_suite unit -count=1 ${GOTESTFLAGS:-} ./... || rc=1
-CORRAL_E2E=1 run_suite e2e -count=1 -timeout 60m ./e2e/ || rc=1
+CORRAL_E2E=1 run_suite e2e -count=1 -timeout 80m ./e2e/ || rc=1
 echo
 echo "== test suites"
 grep '^suite ' "$logdir/summary"
