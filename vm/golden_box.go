@@ -15,7 +15,7 @@ func goldenInstance(key string) string { return "corral-golden-" + key[:12] }
 
 // EnsureGolden returns the golden base of spec's guest recipe, building it first when it is
 // missing: one box from scratch (the template a box without golden gets, with the guest recipe's
-// scripts only and no project mount), booted until READY, sealed (golden_seal.go), stopped, and
+// scripts only and no project mount, then the seal), booted until READY, checked, stopped, and
 // its disk flattened into golden.qcow2 (mode 0444). The build box is always deleted.
 func (m *Manager) EnsureGolden(ctx context.Context, spec BoxSpec, key string) (Golden, error) {
 	unlock, err := m.Lock(ctx, "golden-"+key, func() {
@@ -53,6 +53,7 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	// mount would leave the build box's mount entry on the base (see golden_seal.go).
 	src := spec
 	src.Box, src.NoProjectMount, src.Bundle = name, true, spec.Bundle.Recipe()
+	src.Bundle.Scripts = append(src.Bundle.Scripts, goldenSealScript())
 	r, err := m.RenderBox(ctx, src, m.TCG)
 	if err != nil {
 		return Golden{}, err
@@ -67,8 +68,9 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	if err := m.Start(ctx, name, spec.Progress); err != nil {
 		return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)
 	}
-	// The base must not carry the build box's identity or its mounts: see golden_seal.go.
-	if err := m.sealGolden(ctx, name, key); err != nil {
+	// The base must not carry the build box's identity or its mounts; the seal ran as its last
+	// provision script (golden_seal.go).
+	if err := m.checkGoldenBuild(ctx, name, key); err != nil {
 		return Golden{}, err
 	}
 	if err := m.Stop(ctx, name); err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/git-corral/git-corral/provision"
 )
 
 // TestSealScript runs the seal on a directory laid out like the build box's root after its first
@@ -76,9 +78,33 @@ func TestSealScriptsShellcheck(t *testing.T) {
 	if _, err := exec.LookPath("shellcheck"); err != nil {
 		t.Skip("shellcheck not installed (scripts/setup.sh installs it)")
 	}
-	cmd := exec.Command("shellcheck", "-s", "sh", "-")
-	cmd.Stdin = strings.NewReader("#!/bin/sh\n" + goldenBootCheck + sealScript(""))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("shellcheck: %v\n%s", err, out)
+	for name, body := range map[string]string{"seal": goldenSealScript().Body, "check": "#!/bin/sh\n" + goldenBootCheck} {
+		cmd := exec.Command("shellcheck", "-s", "sh", "-")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("shellcheck %s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestGoldenSealScriptIsLastAndPerBuild: the seal sorts after every recipe script, runs as root,
+// and is never part of a box's recipe or key (it is added to the build box only).
+func TestGoldenSealScriptIsLastAndPerBuild(t *testing.T) {
+	s := goldenSealScript()
+	if s.Mode != provision.ModeSystem || !strings.HasPrefix(s.Body, "#!/bin/sh\n") {
+		t.Fatalf("seal script: mode %q, body starts %q: want a root sh script", s.Mode, s.Body[:min(20, len(s.Body))])
+	}
+	for _, name := range []string{"10-base.sh", "30-privdrop.sh", provision.GitShadowScriptName, provision.RepoScriptPrefix + "99-z.sh"} {
+		if s.Name <= name {
+			t.Errorf("seal %s does not sort after %s", s.Name, name)
+		}
+	}
+	for _, want := range []string{sealScript(""), goldenSealedFile, goldenFailuresFile, "systemctl stop systemd-random-seed.service"} {
+		if !strings.Contains(s.Body, want) {
+			t.Errorf("seal script lacks %q", want)
+		}
+	}
+	if !strings.Contains(goldenBootCheck, goldenSealedFile) || !strings.Contains(goldenBootCheck, goldenFailuresFile) || strings.Contains(goldenBootCheck, "sudo") {
+		t.Error("the host's check must read the seal's files as the box user, without sudo (none in broker and offline modes)")
 	}
 }
