@@ -9,6 +9,7 @@
 #   first  run with golden = true and no base: builds the golden base, then the box from it
 #   pair i run --no-golden (from scratch), delete; run (from the golden base, the "second box"), delete
 # At the end the golden disk's sha256 and mtime are compared with their values after the build.
+# NETWORK=broker|offline sets the project's network mode (default: the policy default, full).
 set -euo pipefail
 U=${BENCH_USER:-corral-ci}
 PAIRS=${PAIRS:-2}
@@ -37,6 +38,11 @@ cleanup() {
 }
 trap cleanup EXIT
 as sh -c "cd '$P' && git init -q . && echo hello > README && printf 'golden = true\n' > .corral.toml"
+case ${NETWORK:-} in
+'') ;;
+full | broker | offline) as sh -c "printf 'network = \"%s\"\n' '$NETWORK' >> '$P/.corral.toml'" ;;
+*) echo "NETWORK must be full, broker or offline" >&2; exit 2 ;;
+esac
 BOX=$(gc info --json | sed -n 's/.*"box": *"\([^"]*\)".*/\1/p' | head -1)
 [ -n "$BOX" ] || { echo "cannot read the box name from git corral info --json" >&2; exit 1; }
 INST=$H/lima/$BOX
