@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,26 +48,28 @@ func sha256File(t *testing.T, p string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// TestGoldenSnapshotUndo is the golden group on one real box: the first box of a recipe builds
-// the golden base and starts as an overlay of it; a snapshot of the stopped box, a change in the
-// box, undo, and the change is gone (the mounted project's change stays, as every snapshot
-// output says); the golden base's hash never changes while the box writes.
+// TestGoldenSnapshotUndo is the golden group, in broker mode (every guard: lockdown, privilege
+// drop, git shadow, mounts), three boots in all: the first box of a recipe builds the golden base
+// (boot 1) and starts as an overlay of it (boot 2), and its session runs, so the derived box
+// passed the guest guard check of its mode with the project mounted at its path; a snapshot of the stopped box, a change in the box (boot 3), undo, and the change is gone
+// from the disk the box boots from (the mounted project's change stays, as every snapshot output
+// says); the golden base's hash and mtime never change while the box writes.
 func TestGoldenSnapshotUndo(t *testing.T) {
-	if os.Getenv("CORRAL_E2E_GOLDEN") != "1" {
-		t.Skip("known failure, issue 12: a box started from a golden base fails the guest guard check " +
-			"(/run/corral/shadow.expect missing after boot), so sessions on it are refused; golden is off " +
-			"by default. Set CORRAL_E2E_GOLDEN=1 to run this group and reproduce it")
-	}
 	dir := newProject(t, "golden")
 	box := boxName(t, dir)
 	t.Cleanup(func() { corral(t, dir, nil, "golden", "prune") }) // runs after the box is deleted
 	cleanupBox(t, box)
-	// golden is off by default; the repository may turn it on (project-ok).
-	writeFile(t, filepath.Join(dir, ".corral.toml"), "golden = true\n", 0o644)
+	// golden is off by default; the repository may turn it on (project-ok) and tighten the network.
+	writeFile(t, filepath.Join(dir, ".corral.toml"), "golden = true\nnetwork = \"broker\"\n", 0o644)
 
-	r := corral(t, dir, nil, "run", "--yes", "--", "true")
+	// The session runs only when the guard check passes (it failed here before the golden build
+	// box stopped baking its project mount into the base: /run/corral/shadow.expect was missing).
+	r := corral(t, dir, nil, "run", "--yes", "--", "sh", "-c", "cat README && findmnt -n -o TARGET --target "+dir+" && cat /etc/corral/mode")
 	if r.code != 0 {
-		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
+		t.Fatalf("first run on a box from the golden base: exit %d: %s", r.code, r.stderr)
+	}
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 || lines[0] != "hello" || lines[1] != dir || lines[2] != "broker" {
+		t.Fatalf("first run printed %q, want the project's README, its mount at %s and mode broker", r.stdout, dir)
 	}
 	gs := goldens(t, dir)
 	if len(gs) != 1 || len(gs[0].Users) != 1 || gs[0].Users[0] != box {
@@ -72,16 +77,18 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 	}
 	g := gs[0]
 	disk := filepath.Join(g.Dir, "golden.qcow2")
-	if fi, err := os.Stat(disk); err != nil || fi.Mode().Perm() != 0o444 {
-		t.Fatalf("golden disk %s: %v, mode %v, want 0444", disk, err, fi.Mode())
+	fi, err := os.Stat(disk)
+	if err != nil || fi.Mode().Perm() != 0o444 {
+		t.Fatalf("golden disk %s: %v, want mode 0444", disk, err)
 	}
+	mtime := fi.ModTime()
 	if sum := sha256File(t, disk); sum != g.SHA256 {
 		t.Fatalf("golden disk sha256 %s after the first box booted, recorded %s", sum, g.SHA256)
 	}
 	// The box's disk is an overlay of the base, not a copy of the image.
 	inst := filepath.Join(suite.home, "lima", box)
 	if fi, err := os.Stat(filepath.Join(inst, "diffdisk")); err != nil || fi.Size() > 200<<20 {
-		t.Fatalf("box diffdisk: %v, size %d: want a small overlay", err, fi.Size())
+		t.Fatalf("box diffdisk: %v: want a small overlay", err)
 	}
 
 	t.Run("snapshot of a running box is refused with the fix", func(t *testing.T) {
@@ -96,27 +103,39 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stderr, "NOT in the snapshot") {
 			t.Fatalf("snapshot create: exit %d, stderr %q: want 0 and the mount note", r.code, r.stderr)
 		}
-		change := "echo changed | sudo tee /etc/corral-undo-test >/dev/null && touch ~/undo-marker && echo kept > " + dir + "/in-project"
-		if r := corral(t, dir, nil, "run", "--", "sh", "-c", change); r.code != 0 {
-			t.Fatalf("change: exit %d: %s", r.code, r.stderr)
+		marker := "corral-undo-" + randomHex(t)
+		// The box user has no root in broker mode; its home is on the box's disk.
+		change := "printf %s " + marker + " > ~/undo-marker && echo kept > " + dir + "/in-project && sync && cat ~/undo-marker"
+		if r := corral(t, dir, nil, "run", "--", "sh", "-c", change); r.code != 0 || strings.TrimSpace(r.stdout) != marker {
+			t.Fatalf("change: exit %d, stdout %q: %s", r.code, r.stdout, r.stderr)
 		}
-		if r := corral(t, dir, nil, "run", "--", "test", "-e", "/etc/corral-undo-test"); r.code != 0 {
-			t.Fatalf("the change is not in the box before undo: exit %d", r.code)
+		if r := corral(t, dir, nil, "stop"); r.code != 0 {
+			t.Fatalf("stop: %s", r.stderr)
 		}
-		r = corral(t, dir, nil, "undo", "--stop", "--json")
+		// The disk the box boots from, read offline: the change is there before undo (so the
+		// search can find it) and gone after; booting again to look would cost a boot.
+		if !diskHolds(t, filepath.Join(inst, "diffdisk"), marker) {
+			t.Fatal("the change is not on the box's disk before undo: the check below would prove nothing")
+		}
+		r = corral(t, dir, nil, "undo", "--json")
 		var doc struct {
 			Snapshot, Note string
 		}
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &doc) != nil || doc.Snapshot != "before" || !strings.Contains(doc.Note, "NOT in the snapshot") {
 			t.Fatalf("undo: exit %d, stdout %q: want snapshot before and the mount note", r.code, r.stdout)
 		}
-		r = corral(t, dir, nil, "run", "--", "sh", "-c", "test ! -e /etc/corral-undo-test && test ! -e ~/undo-marker && cat "+dir+"/in-project")
-		if r.code != 0 || strings.TrimSpace(r.stdout) != "kept" {
-			t.Fatalf("after undo: exit %d, stdout %q: want the box's change gone and the project's file kept", r.code, r.stdout)
+		if diskHolds(t, filepath.Join(inst, "diffdisk"), marker) {
+			t.Fatal("after undo the box's disk still holds the change")
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "in-project")); err != nil || string(b) != "kept\n" {
+			t.Fatalf("the project's file after undo: %q, %v: want it kept (the mount is not in the snapshot)", b, err)
 		}
 	})
 
 	t.Run("the golden base was never written", func(t *testing.T) {
+		if fi, err := os.Stat(disk); err != nil || !fi.ModTime().Equal(mtime) {
+			t.Fatalf("golden disk mtime %v, was %v (%v)", fi.ModTime(), mtime, err)
+		}
 		if sum := sha256File(t, disk); sum != g.SHA256 {
 			t.Fatalf("golden disk sha256 %s, recorded %s", sum, g.SHA256)
 		}
@@ -126,9 +145,6 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 	})
 
 	t.Run("snapshot list and delete", func(t *testing.T) {
-		if r := corral(t, dir, nil, "stop"); r.code != 0 {
-			t.Fatalf("stop: %s", r.stderr)
-		}
 		r := corral(t, dir, nil, "snapshot", "list", "--json")
 		if r.code != 0 || !strings.Contains(r.stdout, `"name": "before"`) {
 			t.Fatalf("snapshot list: exit %d: %s", r.code, r.stdout)
@@ -140,4 +156,34 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 			t.Fatalf("undo without snapshots: exit %d, stderr %q", r.code, r.stderr)
 		}
 	})
+}
+
+func randomHex(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// diskHolds reports whether the stopped box's disk, read through its backing chain as the box
+// sees it (qemu-img convert flattens it into one file), contains s anywhere.
+func diskHolds(t *testing.T, diffdisk, s string) bool {
+	t.Helper()
+	flat := filepath.Join(t.TempDir(), "flat.qcow2")
+	if out, err := exec.Command("qemu-img", "convert", "-O", "qcow2", diffdisk, flat).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img convert %s: %v: %s", diffdisk, err, out)
+	}
+	defer os.Remove(flat)
+	err := exec.Command("grep", "-q", "-a", "-F", s, flat).Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &ee) && ee.ExitCode() == 1:
+		return false
+	}
+	t.Fatalf("grep %s: %v", flat, err)
+	return false
 }

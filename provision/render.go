@@ -96,7 +96,7 @@ func Render(opts Options) (Bundle, error) {
 		return Bundle{}, err
 	}
 	if opts.GitShadowScript != "" {
-		b.Scripts = append(b.Scripts, Script{Name: "40-gitshadow.sh", Mode: ModeSystem, Body: opts.GitShadowScript})
+		b.Scripts = append(b.Scripts, Script{Name: GitShadowScriptName, Mode: ModeSystem, Body: opts.GitShadowScript})
 	}
 	for i, r := range opts.Repo {
 		s, err := renderRepo(i+1, r, opts, d)
@@ -253,7 +253,7 @@ func renderRepo(n int, r RepoScript, opts Options, d *guestData) (Script, error)
 		runAs = "'root'"
 	}
 	data := map[string]string{
-		"Name": "50-repo-" + file, "PathComment": comment, "SHA256": sha256Hex(string(r.Body)),
+		"Name": RepoScriptPrefix + file, "PathComment": comment, "SHA256": sha256Hex(string(r.Body)),
 		"RunAs": runAs, "User": d.User, "ProjectDir": d.ProjectDir, "File": file,
 		"Base64": wrap76(base64.StdEncoding.EncodeToString(r.Body)),
 	}
@@ -261,7 +261,7 @@ func renderRepo(n int, r RepoScript, opts Options, d *guestData) (Script, error)
 	if err != nil {
 		return Script{}, err
 	}
-	return Script{Name: "50-repo-" + file + ".sh", Mode: ModeSystem, Body: body}, nil
+	return Script{Name: RepoScriptPrefix + file + ".sh", Mode: ModeSystem, Body: body}, nil
 }
 
 func wrap76(s string) string {

@@ -58,9 +58,9 @@ type Golden struct {
 func (g Golden) DiskPath() string { return filepath.Join(g.Dir, GoldenDisk) }
 
 // GoldenKey hashes a box's guest recipe: the image, the box disk size, the packages and the
-// product's guest scripts in the bundle. It leaves out the project path, the mounts and the
-// network, which are per box. The repository's own provision scripts are not in the bundle
-// (they run per box), so two projects with the same recipe share one base.
+// product's guest scripts in the bundle (Bundle.Recipe). It leaves out the mounts, the git shadow
+// script and the repository's own provision scripts, which are per box and run in every box at
+// its own boots; the product scripts still carry the project path and the network mode.
 func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "golden/1\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
@@ -69,7 +69,7 @@ func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle) string {
 	for _, p := range pk {
 		fmt.Fprintf(h, "package\x00%s\x00", p)
 	}
-	for _, s := range b.Scripts {
+	for _, s := range b.Recipe().Scripts {
 		fmt.Fprintf(h, "script\x00%s\x00%s\x00%d\x00", s.Name, s.Mode, len(s.Body))
 		io.WriteString(h, s.Body)
 	}

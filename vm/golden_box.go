@@ -14,9 +14,9 @@ import (
 func goldenInstance(key string) string { return "corral-golden-" + key[:12] }
 
 // EnsureGolden returns the golden base of spec's guest recipe, building it first when it is
-// missing: one box from scratch (the same template a box without golden gets, mounting an empty
-// directory instead of a project), booted until READY, stopped, and its disk flattened into
-// golden.qcow2 (mode 0444). The build box is always deleted.
+// missing: one box from scratch (the template a box without golden gets, with the guest recipe's
+// scripts only and no project mount, then the seal), booted until READY, checked, stopped, and
+// its disk flattened into golden.qcow2 (mode 0444). The build box is always deleted.
 func (m *Manager) EnsureGolden(ctx context.Context, spec BoxSpec, key string) (Golden, error) {
 	unlock, err := m.Lock(ctx, "golden-"+key, func() {
 		if spec.Notice != nil {
@@ -44,12 +44,16 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	if err := os.RemoveAll(work); err != nil {
 		return Golden{}, err
 	}
-	if err := m.Home.MkdirAll(filepath.Join(work, "mnt")); err != nil {
+	if err := m.Home.MkdirAll(work); err != nil {
 		return Golden{}, err
 	}
 	defer os.RemoveAll(work)
+	// The build box runs the guest recipe only and mounts nothing: the per-box scripts (git
+	// shadow, the repository's own) need the project and run in every box at its own boots, and a
+	// mount would leave the build box's mount entry on the base (see golden_seal.go).
 	src := spec
-	src.Box, src.ProjectDir = name, filepath.Join(work, "mnt")
+	src.Box, src.NoProjectMount, src.Bundle = name, true, spec.Bundle.Recipe()
+	src.Bundle.Scripts = append(src.Bundle.Scripts, goldenSealScript())
 	r, err := m.RenderBox(ctx, src, m.TCG)
 	if err != nil {
 		return Golden{}, err
@@ -64,10 +68,10 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	if err := m.Start(ctx, name, spec.Progress); err != nil {
 		return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)
 	}
-	// The base must not carry the build box's identity: clear the machine-id that the first boot
-	// generated, so that every box made from it generates its own (the image ships it empty too).
-	if err := m.run(ctx, name, nil, "shell", "--workdir", "/", name, "sudo", "sh", "-c", ": > /etc/machine-id"); err != nil {
-		return Golden{}, fmt.Errorf("build golden base %s: clear machine-id: %w", key, err)
+	// The base must not carry the build box's identity or its mounts; the seal ran as its last
+	// provision script (golden_seal.go).
+	if err := m.checkGoldenBuild(ctx, name, key); err != nil {
+		return Golden{}, err
 	}
 	if err := m.Stop(ctx, name); err != nil {
 		return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)

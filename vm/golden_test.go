@@ -41,6 +41,15 @@ func TestGoldenKey(t *testing.T) {
 			t.Errorf("%s changed but the golden key did not", name)
 		}
 	}
+	// The per-box scripts are not part of the recipe: the git shadow (one checkout's metadata)
+	// and the repository's own scripts run in every box and never in the golden build.
+	for _, name := range []string{provision.GitShadowScriptName, provision.RepoScriptPrefix + "01-setup-sh.sh"} {
+		c, b := base()
+		b.Scripts = append(b.Scripts, provision.Script{Name: name, Mode: provision.ModeSystem, Body: "echo per box\n"})
+		if GoldenKey(img, c, b) != k0 {
+			t.Errorf("per-box script %s changed the golden key", name)
+		}
+	}
 	same := map[string]func(c *policy.Config){
 		"package order": func(c *policy.Config) { c.Packages = []string{"gcc", "make"} },
 		"network":       func(c *policy.Config) { c.Network = policy.NetworkOffline },

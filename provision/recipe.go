@@ -1,0 +1,30 @@
+package provision
+
+import "strings"
+
+// Names of the per-box scripts of a bundle: the git shadow is rendered from one checkout's git
+// metadata, and the repository's own approved scripts are numbered under RepoScriptPrefix.
+const (
+	GitShadowScriptName = "40-gitshadow.sh"
+	RepoScriptPrefix    = "50-repo-"
+)
+
+// PerBox reports whether the script named name belongs to one box rather than to the guest
+// recipe: the git shadow script and the repository's own provision scripts. They need the
+// project mounted and run at every boot of the box itself, so a golden base never holds them.
+func PerBox(name string) bool {
+	return name == GitShadowScriptName || strings.HasPrefix(name, RepoScriptPrefix)
+}
+
+// Recipe returns the bundle's guest recipe: the product's own scripts (base files, network
+// lockdown, packages, privilege drop) in their order, without the per-box ones (see PerBox).
+// A golden base is built from, and keyed on, exactly these.
+func (b Bundle) Recipe() Bundle {
+	var out Bundle
+	for _, s := range b.Scripts {
+		if !PerBox(s.Name) {
+			out.Scripts = append(out.Scripts, s)
+		}
+	}
+	return out
+}
