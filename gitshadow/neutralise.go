@@ -161,6 +161,57 @@ func (s *Snapshot) neutralise(dir string, worktree bool) []Change {
 // and before it is adopted: the moment a box still writing the git dir races the host.
 var betweenNeutraliseAndAdopt func(dir string)
 
+// forgetVanished drops the git dirs the box added and then removed again (a failed git worktree
+// add or submodule clone cleans up after itself): nothing of them is left for the host's git to
+// run, so there is nothing to restore, and restoring their files would only re-create what the
+// box wrote.
+func (s *Snapshot) forgetVanished() []Change {
+	var out []Change
+	for _, dir := range sortedKeys(s.Adopted) {
+		if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+			continue
+		}
+		under := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator)) }
+		for p := range s.Files {
+			if under(p) {
+				delete(s.Files, p)
+			}
+		}
+		for p := range s.Trees {
+			if under(p) {
+				delete(s.Trees, p)
+			}
+		}
+		for p := range s.Pins {
+			if under(p) {
+				delete(s.Pins, p)
+			}
+		}
+		delete(s.GitDirs, dir)
+		delete(s.Adopted, dir)
+		out = append(out, Change{Path: dir, What: "added and removed again", Restored: true, Detail: "nothing of it is left to run"})
+	}
+	return out
+}
+
+// lateWorktreeFile reports whether path is the commondir ("../..") or gitdir (a regular file)
+// that git writes into a linked worktree's git dir after creating it: an adopted worktree
+// recorded before git got to them must not lose them, or the box's own git worktree add fails.
+// Any other commondir is still restored away: it would point the host's git at other config.
+func (s *Snapshot) lateWorktreeFile(path string, want fileState) bool {
+	if want.Type != "absent" || !s.Adopted[filepath.Dir(path)] || !strings.Contains(path, "/worktrees/") {
+		return false
+	}
+	switch filepath.Base(path) {
+	case "commondir":
+		return commondirIsParent(path)
+	case "gitdir":
+		fi, err := os.Lstat(path)
+		return err == nil && fi.Mode().IsRegular()
+	}
+	return false
+}
+
 // commondirIsParent reports whether a worktree's commondir file says "../.." (what git writes).
 func commondirIsParent(path string) bool {
 	data, err := readSmall(path)
@@ -178,6 +229,10 @@ func commondirIsParent(path string) bool {
 // recorded as they are.
 func (s *Snapshot) adopt(dir string, worktree bool, safeConfig []byte) {
 	s.GitDirs[dir] = true
+	if s.Adopted == nil {
+		s.Adopted = map[string]bool{}
+	}
+	s.Adopted[dir] = true
 	if st, ok := pinOf(dir); ok {
 		s.Pins[dir] = st
 	}

@@ -242,3 +242,65 @@ func TestNewGitDirSymlinkedHooks(t *testing.T) {
 		t.Error("host git ran a hook through the new git dir's symlinked hooks/")
 	}
 }
+
+// TestAddedGitDirsRemovedOrFinished: a git dir the box adds and removes again (a failed git
+// worktree add cleans up) is forgotten, not "restored" into existence, and the session's check
+// passes; a worktree git dir adopted before git wrote its commondir and gitdir keeps them, so the
+// box's own git worktree add works; a commondir pointing anywhere else is still removed.
+func TestAddedGitDirsRemovedOrFinished(t *testing.T) {
+	root := fixture(t)
+	work := filepath.Join(root, "work")
+	snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd := filepath.Join(work, ".git/modules/gone")
+	run(t, work, "git", "init", "-q", "--bare", gd)
+	if _, err := Verify(context.Background(), snap); err != nil {
+		t.Fatalf("adopting a new git dir: %v", err)
+	}
+	if !snap.Adopted[gd] {
+		t.Fatalf("%s was not adopted", gd)
+	}
+	os.RemoveAll(gd)
+	changes, err := Verify(context.Background(), snap)
+	if err != nil {
+		t.Fatalf("a git dir the box added and removed again fails the check: %v (%+v)", err, changes)
+	}
+	if _, err := os.Lstat(gd); err == nil {
+		t.Errorf("%s was re-created", gd)
+	}
+	if snap.GitDirs[gd] || len(changes) != 1 || changes[0].What != "added and removed again" {
+		t.Errorf("not forgotten: gitDirs %v, changes %+v", snap.GitDirs[gd], changes)
+	}
+
+	// A linked worktree's git dir as git leaves it for a moment: HEAD first, the rest later.
+	wt := filepath.Join(work, ".git/worktrees/late")
+	os.MkdirAll(wt, 0o755)
+	os.WriteFile(filepath.Join(wt, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	if _, err := Verify(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Adopted[wt] {
+		t.Skipf("this layout is not taken for a git dir yet (%s): nothing to check", wt)
+	}
+	os.WriteFile(filepath.Join(wt, "commondir"), []byte("../..\n"), 0o644)
+	os.WriteFile(filepath.Join(wt, "gitdir"), []byte(filepath.Join(work, "late/.git")+"\n"), 0o644)
+	if _, err := Verify(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"commondir", "gitdir"} {
+		if _, err := os.Lstat(filepath.Join(wt, f)); err != nil {
+			t.Errorf("the worktree's %s git wrote after adoption was removed", f)
+		}
+	}
+	wt2 := filepath.Join(work, ".git/worktrees/evil")
+	os.MkdirAll(wt2, 0o755)
+	os.WriteFile(filepath.Join(wt2, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	Verify(context.Background(), snap)
+	os.WriteFile(filepath.Join(wt2, "commondir"), []byte(root+"\n"), 0o644)
+	Verify(context.Background(), snap)
+	if _, err := os.Lstat(filepath.Join(wt2, "commondir")); err == nil {
+		t.Errorf("a commondir pointing outside the common dir was kept")
+	}
+}

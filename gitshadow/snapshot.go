@@ -69,6 +69,8 @@ type Snapshot struct {
 	// GitDirs are the git dirs known at the start or adopted since; any other git dir found
 	// under modules/ or worktrees/ or in the work tree is new and gets neutralised.
 	GitDirs map[string]bool `json:"gitDirs"`
+	// Adopted are the git dirs the box added during a session (a subset of GitDirs).
+	Adopted map[string]bool `json:"adopted,omitempty"`
 
 	mu  sync.Mutex
 	seq int

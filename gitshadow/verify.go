@@ -79,7 +79,7 @@ func (s *Snapshot) check(ctx context.Context, full bool) ([]Change, error) {
 
 // checkKnown checks the pins, files and trees of the snapshot, restoring what changed.
 func (s *Snapshot) checkKnown(ctx context.Context) ([]Change, error) {
-	var changes []Change
+	changes := s.forgetVanished()
 	for _, p := range sortedKeys(s.Pins) {
 		if c, ok := s.checkPin(p); ok {
 			changes = append(changes, c)
@@ -154,6 +154,10 @@ func (s *Snapshot) checkFile(path string) (Change, bool) {
 	want := s.Files[path]
 	got, _, err := readState(path)
 	if err == nil && sameState(got, want) {
+		return Change{}, false
+	}
+	if s.lateWorktreeFile(path, want) {
+		s.recordFile(path)
 		return Change{}, false
 	}
 	c := Change{Path: path, What: "modified"}
