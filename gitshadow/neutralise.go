@@ -197,19 +197,25 @@ func (s *Snapshot) forgetVanished() []Change {
 // lateWorktreeFile reports whether path is the commondir ("../..") or gitdir (a regular file)
 // that git writes into a linked worktree's git dir after creating it: an adopted worktree
 // recorded before git got to them must not lose them, or the box's own git worktree add fails.
-// Any other commondir is still restored away: it would point the host's git at other config.
-func (s *Snapshot) lateWorktreeFile(path string, want fileState) bool {
+// pending is true while such a file is still empty (git opens it, then writes): it is left
+// alone until its content shows. Any other commondir is still restored away: it would point the
+// host's git at other config.
+func (s *Snapshot) lateWorktreeFile(path string, want fileState) (accept, pending bool) {
 	if want.Type != "absent" || !s.Adopted[filepath.Dir(path)] || !strings.Contains(path, "/worktrees/") {
-		return false
+		return false, false
 	}
-	switch filepath.Base(path) {
-	case "commondir":
-		return commondirIsParent(path)
-	case "gitdir":
-		fi, err := os.Lstat(path)
-		return err == nil && fi.Mode().IsRegular()
+	name := filepath.Base(path)
+	if name != "commondir" && name != "gitdir" {
+		return false, false
 	}
-	return false
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false, false
+	}
+	if fi.Size() == 0 {
+		return false, true
+	}
+	return name == "gitdir" || commondirIsParent(path), false
 }
 
 // commondirIsParent reports whether a worktree's commondir file says "../.." (what git writes).

@@ -284,6 +284,18 @@ func TestAddedGitDirsRemovedOrFinished(t *testing.T) {
 	if !snap.Adopted[wt] {
 		t.Skipf("this layout is not taken for a git dir yet (%s): nothing to check", wt)
 	}
+	// git opens each file and writes it after: a check may see it empty first.
+	for _, f := range []string{"commondir", "gitdir"} {
+		os.WriteFile(filepath.Join(wt, f), nil, 0o644)
+	}
+	if _, err := Verify(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"commondir", "gitdir"} {
+		if _, err := os.Lstat(filepath.Join(wt, f)); err != nil {
+			t.Errorf("the worktree's %s was removed while git was still writing it", f)
+		}
+	}
 	os.WriteFile(filepath.Join(wt, "commondir"), []byte("../..\n"), 0o644)
 	os.WriteFile(filepath.Join(wt, "gitdir"), []byte(filepath.Join(work, "late/.git")+"\n"), 0o644)
 	if _, err := Verify(context.Background(), snap); err != nil {

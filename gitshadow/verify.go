@@ -156,8 +156,10 @@ func (s *Snapshot) checkFile(path string) (Change, bool) {
 	if err == nil && sameState(got, want) {
 		return Change{}, false
 	}
-	if s.lateWorktreeFile(path, want) {
-		s.recordFile(path)
+	if accept, pending := s.lateWorktreeFile(path, want); accept || pending {
+		if accept {
+			s.recordFile(path)
+		}
 		return Change{}, false
 	}
 	c := Change{Path: path, What: "modified"}
