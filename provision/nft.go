@@ -62,6 +62,12 @@ func rulesetText(mode policy.Network, extraOut string) string {
 	b.WriteString("\tchain output {\n\t\ttype filter hook output priority filter; policy drop;\n")
 	b.WriteString("\t\toifname \"lo\" accept\n")
 	b.WriteString("\t\tct state established,related accept\n")
+	// The host's SSH connections that were open when this ruleset was loaded (Lima's readiness
+	// checks, at the first boot) are unknown to conntrack: when the guest's side speaks first,
+	// conntrack takes its packet for a new outgoing connection, and without this rule the
+	// connection stalls until the host happens to send (minutes, seen at 1 of 2 first boots).
+	// Only sshd can send from port 22 (binding it needs root), and never a SYN.
+	fmt.Fprintf(&b, "\t\tip daddr %s tcp sport 22 tcp flags & syn == 0 accept\n", Gateway)
 	fmt.Fprintf(&b, "\t\tip daddr { %s, 255.255.255.255 } udp sport 68 udp dport 67 accept\n", Gateway)
 	b.WriteString(extraOut)
 	b.WriteString("\t}\n}\n")
