@@ -19,15 +19,7 @@ import (
 // bound to a sandbox guest (real git, as user nobody when root): the checkout exists only in
 // the guest, and the guest's commit comes back as refs/corral/<box>/main in the store.
 func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
-	root := t.TempDir()
-	t.Setenv("HOME", root)
-	t.Setenv("CORRAL_HOME", filepath.Join(root, ".corral"))
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	gitBin, root := gitTestHome(t)
 	run := func(dir string, args ...string) string {
 		cmd := exec.Command(gitBin, args...)
 		cmd.Dir = dir
@@ -125,4 +117,20 @@ func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
 	if len(dd.Findings) != 1 || dd.Findings[0].Path != "Makefile" || len(dd.Files) != 2 {
 		t.Errorf("diff --json findings %+v files %+v, want Makefile flagged among 2 files", dd.Findings, dd.Files)
 	}
+}
+
+// gitTestHome finds git (skipping the test without it) and points HOME, CORRAL_HOME and git's
+// global and system config into a fresh temporary directory, which it returns with git's path.
+func gitTestHome(t *testing.T) (gitBin, root string) {
+	t.Helper()
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not installed")
+	}
+	root = t.TempDir()
+	t.Setenv("HOME", root)
+	t.Setenv("CORRAL_HOME", filepath.Join(root, ".corral"))
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	return gitBin, root
 }

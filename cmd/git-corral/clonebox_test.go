@@ -59,14 +59,7 @@ func TestEscapedWriter(t *testing.T) {
 // files, deletions included, and never an untracked or ignored file, with real git in a
 // sandbox guest.
 func TestDeliverCheckout(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
-	root := t.TempDir()
-	t.Setenv("HOME", root)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	gitBin, root := gitTestHome(t)
 	top := filepath.Join(root, "work")
 	git := func(args ...string) {
 		cmd := exec.Command(gitBin, append([]string{"-C", top}, args...)...)

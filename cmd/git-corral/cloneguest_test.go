@@ -112,14 +112,7 @@ func (g refuseGuest) Exec(_ context.Context, argv []string, _ io.Reader, _ io.Wr
 // makes a tracked .gitmodules hostile refuses the delivery, naming the entry, before anything
 // runs in the box; without it HEAD's clean .gitmodules is planned.
 func TestDeliverCheckoutRefusesHostileGitmodules(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
-	root := t.TempDir()
-	t.Setenv("HOME", root)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	gitBin, root := gitTestHome(t)
 	top := filepath.Join(root, "work")
 	git := func(args ...string) string {
 		cmd := exec.Command(gitBin, append([]string{"-C", top}, args...)...)
@@ -146,7 +139,7 @@ func TestDeliverCheckoutRefusesHostileGitmodules(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := filepath.Join(root, ".corral", "clones", "work.git")
-	_, err = deliverCheckout(context.Background(), refuseGuest{t}, top, store, "/home/u/src/work", true, clone.TransportsFull)
+	_, err := deliverCheckout(context.Background(), refuseGuest{t}, top, store, "/home/u/src/work", true, clone.TransportsFull)
 	if !errors.Is(err, clone.ErrRefused) || !strings.Contains(err.Error(), "submodule.lib.url") {
 		t.Fatalf("deliverCheckout with the hostile edit: %v; want submodule.lib.url refused", err)
 	}
@@ -165,15 +158,7 @@ func TestDeliverCheckoutRefusesHostileGitmodules(t *testing.T) {
 // guest) delivers the checkout, skips a git:// submodule by name (broker mode fetches over https
 // only) and runs nothing for it in the box.
 func TestCloneBrokerSkipsSubmoduleTransport(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
-	root := t.TempDir()
-	t.Setenv("HOME", root)
-	t.Setenv("CORRAL_HOME", filepath.Join(root, ".corral"))
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	gitBin, root := gitTestHome(t)
 	src := filepath.Join(root, "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
