@@ -15,7 +15,8 @@ import (
 var gitID = []string{"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=T",
 	"GIT_COMMITTER_EMAIL=t@example.invalid", "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z"}
 
-// cloneCase makes a directory owned by the test user for one clone scenario.
+// cloneCase makes an empty directory owned by the test user for one scenario (a clone target,
+// or the checkout newProject fills), removed when the test ends.
 func cloneCase(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(e2eBase, "projects", name)

@@ -173,14 +173,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd, label string) result {
 // newProject makes a git repository owned by the test user and returns its path.
 func newProject(t *testing.T, name string) string {
 	t.Helper()
-	dir := filepath.Join(e2eBase, "projects", name)
-	_ = os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := chown(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := cloneCase(t, name)
 	r := runCmd(t, asUser([]string{"sh", "-c", "cd " + dir + " && git init -q . && echo hello > README"}), "git init")
 	if r.code != 0 {
 		t.Fatalf("git init failed: %s", r.stderr)
