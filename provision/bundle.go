@@ -95,3 +95,15 @@ func truncate(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+// InbandMarker starts the line the session check writes on stderr when sourced in-band,
+// followed by its JSON report (ParseGuardReport).
+const InbandMarker = "\x1ecorral-guard-check "
+
+// InbandGuardPrefix is the shell command `git corral run` puts before its command in the same
+// session, joined with &&: the box user's login shell (bash) sources the session check, which
+// writes InbandMarker and its report on stderr and fails unless every guard holds, so the
+// command runs only in a box that passed.
+func InbandGuardPrefix() string {
+	return ". " + SessionCheckPath + " inband"
+}

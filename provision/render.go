@@ -32,6 +32,26 @@ var guestFS embed.FS
 // GuardCheckPath is where the guard check is installed in the guest.
 const GuardCheckPath = "/usr/local/libexec/corral/guard-check"
 
+// SessionCheckPath is where the session check (session-check.bash) is installed in the guest.
+const SessionCheckPath = "/usr/local/libexec/corral/session-check"
+
+// forbiddenGroups are the groups the box user must not be in, in broker and offline modes:
+// root or a way to it (sudo, admin, wheel, root: sudo/polkit rules; disk: raw block devices;
+// docker, lxd, incus-admin, incus, libvirt, libvirt-qemu: container or VM sockets; shadow:
+// password hashes; staff: /usr/local on older Debian), and groups the box has no use for that
+// widen what it can read or touch (adm, systemd-journal: every log; kvm: /dev/kvm).
+const forbiddenGroups = "root sudo admin wheel disk docker lxd incus-admin incus libvirt libvirt-qemu shadow staff adm systemd-journal kvm"
+
+// rootPaths are paths root runs or reads from: owned by root, writable by nobody else.
+const rootPaths = "/ /usr /usr/local /usr/local/libexec /usr/local/libexec/corral " + GuardCheckPath + " " + SessionCheckPath +
+	" /etc /etc/corral /etc/sudoers /etc/sudoers.d /etc/systemd/system /run/corral"
+
+// containerSockets are container and VM manager sockets that hand out root to whoever may write
+// them.
+const containerSockets = "/run/docker.sock /var/run/docker.sock /run/containerd/containerd.sock /run/podman/podman.sock " +
+	"/run/incus/unix.socket /var/lib/incus/unix.socket /var/lib/lxd/unix.socket /var/snap/lxd/common/lxd/unix.socket " +
+	"/run/libvirt/libvirt-sock /var/run/libvirt/libvirt-sock /run/buildkit/buildkitd.sock /run/crio/crio.sock"
+
 // RepoScript is one approved repository provision script, as CheckApproved returns it.
 type RepoScript struct {
 	// Path is the repository-relative path, for names and messages.
@@ -56,6 +76,8 @@ type guestData struct {
 	RulesetSHA256, UnitSHA256, SudoersSHA256     string
 	ShadowExpected                               string
 	GuardCheck, SSHDConf, Ruleset, Unit, Sudoers string
+	SessionCheck                                 string
+	ForbiddenGroups, RootPaths, Sockets          string
 	InstallFile, Proxy, Packages                 string
 
 	CredentialHelperPath, CredentialHelper, GitConfig string
@@ -123,6 +145,7 @@ func prepare(opts Options) (*guestData, error) {
 		}
 	}
 	d := &guestData{Mode: string(opts.Network), UserRaw: opts.User, Ruleset: rules, InstallFile: installFileFunc}
+	d.ForbiddenGroups, d.RootPaths, d.Sockets = forbiddenGroups, "'"+rootPaths+"'", "'"+containerSockets+"'"
 	d.User, _ = ShellQuote("guest user", opts.User)
 	d.ProjectDir, _ = ShellQuote("project directory", opts.ProjectDir)
 	d.ShadowExpected = "0"
@@ -169,6 +192,9 @@ func filesData(d *guestData) error {
 	d.RulesetSHA256 = "'" + sha256Hex(d.Ruleset) + "'"
 	d.UnitSHA256 = "'" + sha256Hex(d.Unit) + "'"
 	d.SudoersSHA256 = "'" + sha256Hex(d.Sudoers) + "'"
+	if d.SessionCheck, err = execGuest("session-check.bash", d); err != nil {
+		return err
+	}
 	d.GuardCheck, err = execGuest("guard-check.sh", d)
 	d.CredentialHelperPath, d.CredentialHelper = boxenv.CredentialHelperPath, boxenv.CredentialHelper
 	d.GitConfig = gitConfig

@@ -52,7 +52,7 @@ func TestRenderShellcheck(t *testing.T) {
 		t.Skip("shellcheck is not installed (scripts/setup.sh installs it)")
 	}
 	dir := t.TempDir()
-	var files []string
+	var files, bashFiles []string
 	for _, mode := range []policy.Network{policy.NetworkFull, policy.NetworkBroker, policy.NetworkOffline} {
 		opts := testOptions(mode)
 		opts.GitShadowScript = "#!/bin/sh\nset -eu\necho shadow\n"
@@ -65,6 +65,11 @@ func TestRenderShellcheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Scripts = append(b.Scripts, Script{Name: "guard-check", Body: d.GuardCheck})
+		p := filepath.Join(dir, string(mode)+"-session-check")
+		if err := os.WriteFile(p, []byte(d.SessionCheck), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bashFiles = append(bashFiles, p)
 		for _, s := range b.Scripts {
 			p := filepath.Join(dir, string(mode)+"-"+s.Name)
 			if err := os.WriteFile(p, []byte(s.Body), 0o644); err != nil {
@@ -76,6 +81,11 @@ func TestRenderShellcheck(t *testing.T) {
 	out, err := exec.Command("shellcheck", append([]string{"-s", "sh", "-S", "style"}, files...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("shellcheck: %v\n%s", err, out)
+	}
+	// The session check is sourced by the box user's login shell, bash.
+	out, err = exec.Command("shellcheck", append([]string{"-s", "bash", "-S", "style"}, bashFiles...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("shellcheck (bash): %v\n%s", err, out)
 	}
 }
 

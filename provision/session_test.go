@@ -131,3 +131,59 @@ set +e
 		})
 	}
 }
+
+// TestSessionCheckInband: sourced by the box user's bash before a command, as `git corral run`
+// does, the session check writes its marker line on stderr first, lets the command run only
+// when every guard holds, and leaves the caller's shell as it found it (variables, options,
+// functions).
+func TestSessionCheckInband(t *testing.T) {
+	needRoot(t)
+	ns := fmt.Sprintf("cpvinb%d", os.Getpid()%100000)
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	inband := `runuser -u corral -- bash -c 'set -u; out=kept; ` + InbandGuardPrefix() + ` && echo "RAN out=$out opts=$- fns=$(declare -F | grep -c __corral)"'`
+	cases := []struct{ name, mutate, want string }{
+		{"clean box", "", ""},
+		{"back in a root group", "gpasswd -a corral disk >/dev/null", "box user is in root-equivalent groups: disk"},
+		{"attestation of another boot", "sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' /run/corral/attest", "attestation is from another boot"},
+	}
+	g := newGuestRoot(t, privdropOptions())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := g.run(ns, prepHostile+bootAll+"\nP=\n"+c.mutate+"\n"+inband+` 2>/tmp/inband.err
+echo "EXIT=$?"
+if [ -n "$P" ]; then kill "$P"; wait "$P" || true; fi
+cat /tmp/inband.err
+`)
+			if code != 0 {
+				t.Fatalf("setup failed, exit %d\n%s\n%s", code, out, errOut)
+			}
+			i := strings.Index(out, "\x1ecorral-guard-check ")
+			if i < 0 {
+				t.Fatalf("no marker line on stderr:\n%s\n%s", out, errOut)
+			}
+			marker := strings.SplitN(out[i+len("\x1ecorral-guard-check "):], "\n", 2)[0]
+			r, err := ParseGuardReport([]byte(marker))
+			if err != nil {
+				t.Fatalf("marker report %q: %v", marker, err)
+			}
+			ran := strings.Contains(out, "RAN ")
+			if c.want == "" {
+				if !r.OK || !ran {
+					t.Fatalf("clean box: report %+v, command ran %v\n%s", r, ran, out)
+				}
+				var kept, opts, fns string
+				fmt.Sscanf(out[strings.Index(out, "RAN "):], "RAN out=%s opts=%s fns=%s", &kept, &opts, &fns)
+				if kept != "kept" || !strings.Contains(opts, "u") || strings.Contains(opts, "f") || fns != "0" {
+					t.Errorf("the caller's shell changed (want out=kept, -u still set, -f not, no __corral functions):\n%s", out)
+				}
+				return
+			}
+			if r.OK || ran || !strings.Contains(strings.Join(r.Failures, "\n"), c.want) {
+				t.Errorf("report %+v (command ran %v), want a failure naming %q\n%s", r, ran, c.want, out)
+			}
+		})
+	}
+}

@@ -13,6 +13,8 @@ printf '%s\n' "$MODE" | install_file /etc/corral/mode 0644
 
 # The guard check the host runs over SSH before every session.
 {{heredoc "/usr/local/libexec/corral/guard-check" "0755" .GuardCheck}}
+# The session check, which guard-check runs and `git corral run` sources before its command.
+{{heredoc "/usr/local/libexec/corral/session-check" "0755" .SessionCheck}}
 
 # sshd: the session's environment travels in the SSH channel (SendEnv/SetEnv on the host side),
 # never on the command line.

@@ -24,7 +24,7 @@ fi
 id -u "$BOX_USER" >/dev/null 2>&1 || { echo "corral: box user $BOX_USER does not exist" >&2; exit 1; }
 
 # Groups: see FORBIDDEN_GROUPS in the guard check for why each is here.
-FORBIDDEN_GROUPS="root sudo admin wheel disk docker lxd incus-admin incus libvirt libvirt-qemu shadow staff adm systemd-journal kvm"
+FORBIDDEN_GROUPS="{{.ForbiddenGroups}}"
 primary=$(id -gn "$BOX_USER")
 for g in $(id -nG "$BOX_USER"); do
 	case " $FORBIDDEN_GROUPS " in *" $g "*) ;; *) continue ;; esac

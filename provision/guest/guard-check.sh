@@ -8,10 +8,9 @@
 #   session     as the box user, before every session (vm runs it over SSH, no sudo): the boot's
 #               attestation (root-only state: the live ruleset, sudo, setuid files, which only
 #               root can change once privileges are dropped) plus everything the box user can
-#               check or change live, in one awk pass: groups held by any of its processes,
-#               root-run paths and container sockets it could write, reverse-sshfs mounts, the git
-#               shadow's mounts. Few processes, because each one costs tens of milliseconds under
-#               software emulation.
+#               check or change live: groups held by its session, root-run paths and
+#               container sockets it could write, reverse-sshfs mounts, the git shadow's
+#               mounts. It is session-check (bash builtins only, see there).
 #   network, privileges, held-groups   parts used by the boot scripts.
 # Values below were fixed when the box was rendered; nothing is read from the environment.
 set -u
@@ -40,15 +39,13 @@ SUDO_TAIL='    (ALL : ALL) !ALL
 SHADOW_EXPECT=/run/corral/shadow.expect
 ATTEST=/run/corral/attest
 # Paths root runs or reads from: owned by root, writable by nobody else.
-ROOT_PATHS="/ /usr /usr/local /usr/local/libexec /usr/local/libexec/corral /usr/local/libexec/corral/guard-check /etc /etc/corral /etc/sudoers /etc/sudoers.d /etc/systemd/system /run/corral"
+ROOT_PATHS={{.RootPaths}}
 SHADOW_GUARD=/usr/local/libexec/corral/gitshadow-guard
-# Groups that are root or reach root (sudo, admin, wheel, root: sudo/polkit rules; disk: raw
-# block devices; docker, lxd, incus-admin, libvirt: container or VM sockets; shadow: password
-# hashes; staff: /usr/local on older Debian) and groups the box has no use for that widen what
-# it can read or touch (adm, systemd-journal: every log; kvm: /dev/kvm).
-FORBIDDEN_GROUPS="root sudo admin wheel disk docker lxd incus-admin incus libvirt libvirt-qemu shadow staff adm systemd-journal kvm"
+# Groups that are root or reach root, and groups the box has no use for (render.go says why
+# each is here).
+FORBIDDEN_GROUPS="{{.ForbiddenGroups}}"
 # Container and VM manager sockets that hand out root to whoever may write them.
-SOCKETS="/run/docker.sock /var/run/docker.sock /run/containerd/containerd.sock /run/podman/podman.sock /run/incus/unix.socket /var/lib/incus/unix.socket /var/lib/lxd/unix.socket /var/snap/lxd/common/lxd/unix.socket /run/libvirt/libvirt-sock /var/run/libvirt/libvirt-sock /run/buildkit/buildkitd.sock /run/crio/crio.sock"
+SOCKETS={{.Sockets}}
 
 failures=""
 fail() {
@@ -231,124 +228,14 @@ attest() {
 	[ -z "$priv" ]
 }
 
-# session_check is the check before every session, as the box user. Builtins first (no new
-# process), then one awk over the boot id, the attestation, the account files, this session's
-# own credentials and mount table, and the shadow's expectations. Other processes' groups are
-# the attestation's business: after the drop no process of the box user can gain a group, and
-# reading every /proc/PID/status costs a third of a second under emulation.
+# session_check is the check before every session, as the box user: session-check (bash
+# builtins only), which `git corral run` also sources in-band before its command. Other
+# processes' groups are the attestation's business: after the drop no process of the box user
+# can gain a group, and reading every /proc/PID/status costs a third of a second under
+# emulation.
 session_check() {
-	if [ "$MODE" != full ]; then
-		for p in $ROOT_PATHS; do
-			if [ ! -e "$p" ]; then
-				fail "root-run path $p is missing"
-			elif [ -O "$p" ] || [ -w "$p" ]; then
-				fail "root-run path $p is writable by the box user"
-			fi
-		done
-		for s in $SOCKETS; do
-			if [ -S "$s" ] && [ -w "$s" ]; then fail "box user can use container socket $s"; fi
-		done
-		if [ -f "$ATTEST" ] && { [ -O "$ATTEST" ] || [ -w "$ATTEST" ]; }; then
-			fail "boot-time attestation $ATTEST is writable by the box user"
-		fi
-	fi
-	files="/proc/sys/kernel/random/boot_id /etc/passwd /etc/group /proc/self/status /proc/self/mountinfo"
-	[ "$MODE" = full ] || [ ! -f "$ATTEST" ] || files="$files $ATTEST"
-	[ "$SHADOW_EXPECTED" != 1 ] || [ ! -f "$SHADOW_EXPECT" ] || files="$files $SHADOW_EXPECT"
-	# shellcheck disable=SC2086 # $files is a fixed list of paths without spaces
-	CORRAL_PRE="$failures" CORRAL_MODE="$MODE" CORRAL_USER="$BOX_USER" CORRAL_FORBIDDEN="$FORBIDDEN_GROUPS" \
-		CORRAL_SHADOW="$SHADOW_EXPECTED" CORRAL_ATTEST="$ATTEST" CORRAL_EXPECT="$SHADOW_EXPECT" awk "$SESSION_AWK" $files
+	exec /bin/bash /usr/local/libexec/corral/session-check json
 }
-
-# SESSION_AWK decides the session check. Mount points in mountinfo escape space, tab, newline
-# and backslash as three octal digits; failures are JSON strings with control characters
-# dropped and backslash and quote written as \u escapes.
-# shellcheck disable=SC2016 # awk program, not shell
-SESSION_AWK='
-function jstr(s) { gsub(/[\001-\037\177]/, "", s); gsub(/\\/, "\\u005c", s); gsub(/"/, "\\u0022", s); return "\"" s "\"" }
-function fail(s) { out = out (out == "" ? "" : ",") jstr(s) }
-function unesc(s,   o, i) {
-	o = ""
-	while ((i = index(s, "\\")) > 0) {
-		o = o substr(s, 1, i - 1) sprintf("%c", substr(s, i + 1, 1) * 64 + substr(s, i + 2, 1) * 8 + substr(s, i + 3, 1))
-		s = substr(s, i + 4)
-	}
-	return o s
-}
-BEGIN {
-	out = ENVIRON["CORRAL_PRE"]; mode = ENVIRON["CORRAL_MODE"]; user = ENVIRON["CORRAL_USER"]
-	n = split(ENVIRON["CORRAL_FORBIDDEN"], fl, " ")
-	for (i = 1; i <= n; i++) forbidden[fl[i]] = 1
-	locked = (mode != "full"); uid = -1; nexp = 0
-}
-FILENAME == "/proc/sys/kernel/random/boot_id" { boot = $1; next }
-FILENAME == "/etc/passwd" {
-	split($0, f, ":")
-	if (f[1] == user) { uid = f[3]; pgid = f[4] }
-	if (f[3] == "0" && f[1] != "root") others = others " " f[1]
-	next
-}
-FILENAME == "/etc/group" {
-	split($0, f, ":")
-	if (!(f[1] in forbidden)) next
-	bad[f[3]] = f[1]
-	nm = split(f[4], m, ",")
-	for (i = 1; i <= nm; i++) if (m[i] == user) ingroup = ingroup " " f[1]
-	next
-}
-FILENAME == "/proc/self/mountinfo" {
-	mp = unesc($5)
-	opts[mp] = opts[mp] " " $6
-	for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "fuse.sshfs") sshfs = sshfs " " mp; break }
-	next
-}
-FILENAME == ENVIRON["CORRAL_ATTEST"] {
-	if ($1 == "boot") aboot = $2
-	else if ($1 == "mode") amode = $2
-	else if ($1 == "fail") afail[++na] = substr($0, 6)
-	else if ($1 == "end") aend = 1
-	next
-}
-FILENAME == ENVIRON["CORRAL_EXPECT"] {
-	if ($0 == "") next
-	sp = index($0, " ")
-	nexp++; ekind[nexp] = substr($0, 1, sp - 1); epath[nexp] = substr($0, sp + 1)
-	next
-}
-FILENAME == "/proc/self/status" {
-	if ($1 == "Uid:") self = $3
-	if ($1 == "Gid:" && ($3 in bad)) held = held " " bad[$3]
-	if ($1 == "Groups:") for (i = 2; i <= NF; i++) if ($i in bad) held = held " " bad[$i]
-	next
-}
-END {
-	if (sshfs != "") fail("reverse-sshfs mounts reach the whole host filesystem:" sshfs)
-	if (locked) {
-		if (uid == -1) fail("box user " user " does not exist")
-		else if (uid == "0") fail("box user " user " has uid 0")
-		if (others != "") fail("accounts other than root have uid 0:" others)
-		if (ingroup != "") fail("box user is in root-equivalent groups:" ingroup)
-		if (pgid in bad) fail("box user primary group is " bad[pgid])
-		if (self != uid) fail("the session runs as uid " self ", not as box user " user)
-		if (held != "") fail("the session holds root-equivalent groups:" held)
-		if (!aend) fail("boot-time attestation " ENVIRON["CORRAL_ATTEST"] " is missing or incomplete: the lockdown or the privilege drop did not finish at this boot")
-		else if (aboot != boot) fail("boot-time attestation is from another boot")
-		else if (amode != mode) fail("boot-time attestation is for mode " amode ", not " mode)
-		for (i = 1; i <= na; i++) fail("at boot: " afail[i])
-	}
-	if (ENVIRON["CORRAL_SHADOW"] == "1") {
-		if (nexp == 0) fail("git shadow expectations " ENVIRON["CORRAL_EXPECT"] " are missing")
-		for (i = 1; i <= nexp; i++) {
-			p = epath[i]
-			if (!(p in opts)) { fail("git shadow mount " p " is not in place"); continue }
-			if (ekind[i] != "ro") continue
-			no = split(opts[p], o, " ")
-			for (j = 1; j <= no; j++) if (("," o[j] ",") !~ /,ro,/) { fail("git shadow mount " p " is writable (" o[j] ")"); break }
-		}
-	}
-	printf "{\"ok\":%s,\"mode\":\"%s\",\"failures\":[%s]}\n", (out == "" ? "true" : "false"), mode, out
-	exit (out == "" ? 0 : 1)
-}'
 
 case "${1:-}" in
 "") check_network; check_privileges; check_mounts; check_shadow ;;
