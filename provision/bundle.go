@@ -100,10 +100,15 @@ func truncate(b []byte, n int) string {
 // followed by its JSON report (ParseGuardReport).
 const InbandMarker = "\x1ecorral-guard-check "
 
+// InbandNoCheckExit is the exit status of an in-band session whose box has no session check
+// to source (a box rendered before it existed): nothing else ran, and the caller falls back to
+// the separate guard check.
+const InbandNoCheckExit = 97
+
 // InbandGuardPrefix is the shell command `git corral run` puts before its command in the same
 // session, joined with &&: the box user's login shell (bash) sources the session check, which
 // writes InbandMarker and its report on stderr and fails unless every guard holds, so the
-// command runs only in a box that passed.
+// command runs only in a box that passed. Without a session check it exits InbandNoCheckExit.
 func InbandGuardPrefix() string {
-	return ". " + SessionCheckPath + " inband"
+	return fmt.Sprintf("[ -r %s ] || exit %d; . %s inband", SessionCheckPath, InbandNoCheckExit, SessionCheckPath)
 }

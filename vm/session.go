@@ -56,6 +56,12 @@ type SessionOptions struct {
 	// AgentSocket, when set, forwards the host's SSH agent listening there into this session
 	// (agent.go); "" forwards nothing, whatever SSH_AUTH_SOCK says.
 	AgentSocket string
+	// InbandGuard, when set, is the shell command that runs the guest's session check in this
+	// session before the command (provision.InbandGuardPrefix; inband.go): Run returns an
+	// *InbandGuardError when it failed (the command did not run) and ErrNoInbandReport with the
+	// guest's exit status when it did not report; in both cases no byte of Stdin was read.
+	// Not with TTY.
+	InbandGuard string
 }
 
 // ExitStatus is returned as the error of a session whose guest command exited non-zero, so the
@@ -276,6 +282,18 @@ func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
 	if err != nil {
 		return ExitSessionFailure, err
 	}
+	var gate *inbandGate
+	if opts.InbandGuard != "" {
+		if opts.TTY {
+			return ExitSessionFailure, errors.New("run in box: the in-band session check needs a session without a terminal")
+		}
+		cmd = opts.InbandGuard + " && " + cmd
+		gate = newInbandGate(opts.Stderr)
+		opts.Stderr = gate
+		if opts.Stdin != nil {
+			opts.Stdin = gatedStdin{g: gate, r: opts.Stdin}
+		}
+	}
 	if err := checkEnv(opts.Env); err != nil {
 		return ExitSessionFailure, err
 	}
@@ -309,7 +327,17 @@ func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
-	return c.wait(ctx, sess, done, opts.Timeout)
+	code, err := c.wait(ctx, sess, done, opts.Timeout)
+	if gate != nil {
+		switch gerr := gate.finish(); {
+		case gerr == nil || (err != nil && !errors.As(err, new(ExitStatus))):
+		case errors.Is(gerr, ErrNoInbandReport):
+			return code, gerr // the guest's status says why: see provision.InbandNoCheckExit
+		default:
+			return ExitSessionFailure, gerr
+		}
+	}
+	return code, err
 }
 
 // wait waits for the session to end, the timeout to elapse or ctx to be cancelled.

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/trace"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/provision"
@@ -116,18 +117,25 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	if s, ok, err := a.cloneDirSession(ctx, cmd, f); ok || err != nil { // clonebox.go
 		return s, err
 	}
+	done := trace.Step("project")
 	p, err := a.project(ctx)
+	done()
 	if err != nil {
 		return nil, err
 	}
+	done = trace.Step("config")
 	cfg, err := a.config(ctx, p, f)
+	done()
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Source == sourceClone { // clonebox.go: no mount, HEAD + tracked changes delivered
 		return a.ensureCloneSource(ctx, cmd, f, p, cfg)
 	}
-	if err := f.preflight(ctx, p.Box, p.TopLevel, cfg); err != nil {
+	done = trace.Step("preflight")
+	err = f.preflight(ctx, p.Box, p.TopLevel, cfg)
+	done()
+	if err != nil {
 		return nil, err
 	}
 	m, err := a.manager()
@@ -148,12 +156,17 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 			}
 		}
 	}
+	done = trace.Step("render guest")
 	g, err := renderGuest(ctx, p, m.Home, p.Box, cfg, s.brokerPort)
+	done()
 	if err != nil {
 		return nil, err
 	}
 	s.bundle, s.plan = g.bundle, g.plan
-	if st, err := m.Inspect(p.Box); err == nil && st.Status != "Running" && s.plan != nil {
+	done = trace.Step("inspect")
+	st, err := m.Inspect(p.Box)
+	done()
+	if err == nil && st.Status != "Running" && s.plan != nil {
 		// Before the box can run, record the git metadata it must not change.
 		if err := session.SnapshotBeforeBoot(ctx, m.Home, p.Box, s.plan); err != nil {
 			return nil, err
@@ -167,8 +180,12 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 		spec.Confirm = a.confirmCreate(p.Box, p.TopLevel)
 	}
 	spec.Golden = cfg.Golden && !*f.noGolden // golden bases: cmd_golden.go
-	a.beforeSession(ctx, m, p.Box, cfg)      // snapshot and idle stop: cmd_snapshot.go, cmd_gc.go
+	done = trace.Step("before session (snapshot, idle stop)")
+	a.beforeSession(ctx, m, p.Box, cfg) // snapshot and idle stop: cmd_snapshot.go, cmd_gc.go
+	done()
+	done = trace.Step("ensure")
 	s.st, err = m.Ensure(ctx, spec)
+	done()
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
@@ -209,50 +226,71 @@ func (a *app) notice(msg string) {
 
 // session runs one session in the box: the guard check, the host-side guard, the environment,
 // the audit records, and the exit status passed through.
+//
+// The guard check runs in one of two ways. In-band (the fast path): the session check is
+// sourced in the same session right before the command, which runs only if it passed
+// (provision.InbandGuardPrefix, vm.SessionOptions.InbandGuard); no byte of stdin goes in
+// before. Separately (CheckGuards, a session of its own before the command's): when the
+// session carries values from the host (forwarded variables, tokens: they are sent only once
+// the box passed), a terminal or the SSH agent, and for boxes older than the session check.
 func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []string, timeout time.Duration) error {
+	done := trace.Step("ssh endpoint")
 	ep, err := vm.EndpointFromSSHConfig(s.st.SSHConfig, "lima-"+s.box)
+	done()
 	if err != nil {
 		return err
 	}
 	// A holder relays no channel the box opens, so agent forwarding needs a connection of its own.
+	done = trace.Step("dial")
 	c, err := a.dialBox(ctx, s.m.Home, s.box, ep, s.cfg.SSHAgent)
+	done()
 	if err != nil {
 		return withHint(err, "'git corral logs' shows what Lima said")
 	}
 	defer c.Close()
 	lg := a.auditLog(s.m.Home)
 	rec := audit.Record{Box: s.box, Project: s.dir, Network: string(s.cfg.Network), Profile: s.cfg.Profile}
-	// The guard check's round trip and the host's own work before the session (the snapshot
-	// and watch of git metadata, the environment) run side by side; the session starts only
-	// when both are done and the check passed.
-	type guardResult struct {
-		out vm.GuardOutcome
-		err error
+	tty := a.isTerminal(a.stdin) && a.isTerminal(a.stdout)
+	done = trace.Step("environment")
+	vars, envNames, hostValues, envErr := a.sessionEnv(s, env)
+	done()
+	guarded := s.cfg.Network != policy.NetworkFull || len(s.bundle.Scripts) > 0
+	inband := envErr == nil && guarded && !hostValues && !tty && !s.cfg.SSHAgent
+	// The separate check's round trip and the host's own work before the session (the snapshot
+	// and watch of git metadata) run side by side.
+	var guardDone chan error
+	if !inband {
+		guardDone = make(chan error, 1)
+		go func() {
+			done := trace.Step("guard check")
+			guardDone <- a.separateGuardCheck(ctx, c, s)
+			done()
+		}()
 	}
-	guardDone := make(chan guardResult, 1)
-	go func() {
-		out, err := vm.CheckGuards(ctx, c, s.cfg.Network, s.bundle)
-		guardDone <- guardResult{out, err}
-	}()
-	vars, envNames, envErr := a.sessionEnv(s, env)
 	// A clone-mode box mounts nothing of the host: no git metadata to guard, no host session base.
 	g := &session.Guard{}
 	var beginErr error
 	if envErr == nil && s.project != nil {
+		done := trace.Step("host guard begin (snapshot, watch)")
 		g, beginErr = session.Begin(ctx, session.Options{Project: s.project, Home: s.m.Home, Box: s.box, Protect: s.plan != nil, OnChange: a.shadowChange(lg, rec)})
+		done()
 	}
-	gr := <-guardDone
-	if gr.err != nil {
-		if envErr == nil && beginErr == nil {
-			g.End(context.WithoutCancel(ctx), a.shadowChange(lg, rec))
+	endGuard := func() error {
+		if envErr != nil || beginErr != nil {
+			return nil
 		}
-		r := rec
-		r.Event, r.Detail = audit.EventGuardFailure, gr.err.Error()
-		lg.Append(ctx, r)
-		return withHint(gr.err, "the session was refused; 'git corral stop' then 'git corral start' re-applies the guards at boot")
+		done := trace.Step("host guard end")
+		defer done()
+		return g.End(context.WithoutCancel(ctx), a.shadowChange(lg, rec))
 	}
-	if gr.out.Absent {
-		a.notice("no guest guards are rendered for this box (full network, empty provision bundle): the session runs without a guard check")
+	if guardDone != nil {
+		done = trace.Step("wait for guard check")
+		gerr := <-guardDone
+		done()
+		if gerr != nil {
+			endGuard()
+			return a.guardFailed(ctx, lg, rec, gerr)
+		}
 	}
 	if envErr != nil {
 		return envErr
@@ -262,25 +300,54 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	}
 	agentSock, err := a.agentSocket(s)
 	if err != nil {
-		g.End(ctx, a.shadowChange(lg, rec))
+		endGuard()
 		return err
 	}
 	launch := rec
 	launch.Event, launch.Argv, launch.EnvNames, launch.SSHAgent = audit.EventLaunch, argv, envNames, agentSock != ""
-	if err := lg.Append(ctx, launch); err != nil {
-		g.End(ctx, a.shadowChange(lg, rec))
+	done = trace.Step("audit launch")
+	err = lg.Append(ctx, launch)
+	done()
+	if err != nil {
+		endGuard()
 		return withHint(fmt.Errorf("refusing to run unaudited: %w", err), "free space for $CORRAL_HOME/logs, then start again")
 	}
-	tty := a.isTerminal(a.stdin) && a.isTerminal(a.stdout)
-	began := time.Now()
-	code, runErr := c.Run(ctx, vm.SessionOptions{
+	opts := vm.SessionOptions{
 		Argv: argv, Dir: s.dir, Env: vars, TTY: tty, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Timeout: timeout,
 		AgentSocket: agentSock,
-	})
-	endErr := g.End(context.WithoutCancel(ctx), a.shadowChange(lg, rec))
+	}
+	if inband {
+		opts.InbandGuard = provision.InbandGuardPrefix()
+	}
+	began := time.Now()
+	done = trace.Step("session")
+	code, runErr := c.Run(ctx, opts)
+	done()
+	if inband && errors.Is(runErr, vm.ErrNoInbandReport) && code == provision.InbandNoCheckExit {
+		// A box rendered before the session check: nothing ran; check separately, then run.
+		if gerr := a.separateGuardCheck(ctx, c, s); gerr != nil {
+			runErr = gerr
+		} else {
+			opts.InbandGuard = ""
+			code, runErr = c.Run(ctx, opts)
+		}
+	}
+	endErr := endGuard()
+	if errors.Is(runErr, vm.ErrGuard) || errors.Is(runErr, vm.ErrNoInbandReport) {
+		if errors.Is(runErr, vm.ErrNoInbandReport) {
+			runErr = fmt.Errorf("%w: %v (exit %d): the box's session check is missing or broken", vm.ErrGuard, runErr, code)
+		}
+		err := a.guardFailed(ctx, lg, rec, runErr)
+		if endErr != nil {
+			return withHint(endErr, "git metadata the box changed could not all be restored: do not run git on the host in this checkout until it is repaired")
+		}
+		return err
+	}
 	exit := rec
 	exit.Event, exit.ExitCode, exit.DurationMs = audit.EventExit, &code, time.Since(began).Milliseconds()
+	done = trace.Step("audit exit")
 	lg.Append(ctx, exit)
+	done()
 	if endErr != nil {
 		return withHint(endErr, "git metadata the box changed could not all be restored: do not run git on the host in this checkout until it is repaired")
 	}
@@ -288,6 +355,23 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 		fmt.Fprintf(a.stderr, "corral: session base %s: 'git corral diff' shows what the box changed in files the host executes\n", g.Base)
 	}
 	return runErr
+}
+
+// separateGuardCheck runs the guest guard check in a session of its own (vm.CheckGuards).
+func (a *app) separateGuardCheck(ctx context.Context, c vm.Outputter, s *boxSession) error {
+	out, err := vm.CheckGuards(ctx, c, s.cfg.Network, s.bundle)
+	if err == nil && out.Absent {
+		a.notice("no guest guards are rendered for this box (full network, empty provision bundle): the session runs without a guard check")
+	}
+	return err
+}
+
+// guardFailed records a refused session in the audit log and returns the error to show.
+func (a *app) guardFailed(ctx context.Context, lg *audit.Log, rec audit.Record, err error) error {
+	r := rec
+	r.Event, r.Detail = audit.EventGuardFailure, err.Error()
+	lg.Append(ctx, r)
+	return withHint(err, "the session was refused; 'git corral stop' then 'git corral start' re-applies the guards at boot")
 }
 
 // auditLog is the box's audit log.
@@ -302,26 +386,28 @@ func (a *app) shadowChange(lg *audit.Log, rec audit.Record) func(gitshadow.Chang
 
 // sessionEnv assembles the session's variables from the trusted layers (boxenv), with each
 // --env NAME forwarded too, plus the broker's proxy settings in broker mode. Values travel only
-// inside the SSH channel; the names are returned for the audit log.
-func (a *app) sessionEnv(s *boxSession, names []string) (map[string]string, []string, error) {
+// inside the SSH channel; the names are returned for the audit log, and hostValues says
+// whether any value besides the broker's proxy settings came from the host's configuration.
+func (a *app) sessionEnv(s *boxSession, names []string) (vars map[string]string, envNames []string, hostValues bool, err error) {
 	for _, n := range names {
 		if err := boxenv.CheckName(n); err != nil {
-			return nil, nil, usageErrorf("", "--env: %v", err)
+			return nil, nil, false, usageErrorf("", "--env: %v", err)
 		}
 	}
 	e, err := assembleEnv(s.cfg, names)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	for _, d := range e.Dropped {
 		a.notice("not passed into the box: " + d)
 	}
+	hostValues = len(e.Values) > 0
 	if s.brokerSecret != nil {
 		for k, v := range proxyEnv(s.brokerSecret, s.brokerPort) {
 			e.Values[k] = v
 		}
 	}
-	return e.Values, e.Names(), nil
+	return e.Values, e.Names(), hostValues, nil
 }
 
 // assembleEnv builds the session environment from cfg's trusted layers and the --env names.

@@ -18,9 +18,9 @@ func TestSessionEnv(t *testing.T) {
 	cfg.Env = map[string]string{"LITERAL": "x"}
 	cfg.ForwardEnv = []string{"CORRAL_TEST_FORWARDED", "CORRAL_TEST_UNSET"}
 	s := &boxSession{cfg: cfg}
-	got, names, err := a.sessionEnv(s, []string{"CORRAL_TEST_SECRET"})
-	if err != nil {
-		t.Fatal(err)
+	got, names, hostValues, err := a.sessionEnv(s, []string{"CORRAL_TEST_SECRET"})
+	if err != nil || !hostValues {
+		t.Fatalf("sessionEnv: %v, hostValues %v (want true: values from the host take the separate guard check)", err, hostValues)
 	}
 	want := map[string]string{"LITERAL": "x", "CORRAL_TEST_FORWARDED": "fwd", "CORRAL_TEST_SECRET": "s3cret value"}
 	if !reflect.DeepEqual(got, want) {
@@ -30,7 +30,7 @@ func TestSessionEnv(t *testing.T) {
 		t.Errorf("names %v", names)
 	}
 	for _, bad := range []string{"", "A=B", "A\nB", "A\x00", "LD_PRELOAD", "PATH"} {
-		if _, _, err := a.sessionEnv(s, []string{bad}); err == nil {
+		if _, _, _, err := a.sessionEnv(s, []string{bad}); err == nil {
 			t.Errorf("sessionEnv(--env %q) was accepted", bad)
 		}
 	}
@@ -39,14 +39,19 @@ func TestSessionEnv(t *testing.T) {
 	// everything from the host.
 	s.brokerSecret, s.brokerPort = []byte("0123456789abcdef0123456789abcdef"), 18080
 	cfg.NoEnvPassthrough = true
-	got, _, err = a.sessionEnv(s, nil)
-	if err != nil {
-		t.Fatal(err)
+	got, _, hostValues, err = a.sessionEnv(s, nil)
+	if err != nil || !hostValues {
+		t.Fatalf("sessionEnv: %v, hostValues %v (the literal env value)", err, hostValues)
 	}
 	if got["CORRAL_TEST_FORWARDED"] != "" || got["LITERAL"] != "x" {
 		t.Errorf("no_env_passthrough: %v", got)
 	}
 	if got["https_proxy"] != "http://corral:0123456789abcdef0123456789abcdef@192.168.5.2:18080" {
 		t.Errorf("https_proxy = %q", got["https_proxy"])
+	}
+	// The proxy settings alone are no host values: such a session takes the in-band check.
+	cfg.Env = nil
+	if got, _, hostValues, err = a.sessionEnv(s, nil); err != nil || hostValues || got["https_proxy"] == "" {
+		t.Errorf("broker mode without host values: %v, hostValues %v, %d variables", err, hostValues, len(got))
 	}
 }

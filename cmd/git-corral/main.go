@@ -8,6 +8,8 @@ package main
 import (
 	"context"
 	"os"
+
+	"github.com/git-corral/git-corral/internal/trace"
 )
 
 // Set at build time with -ldflags "-X main.version=… -X main.commit=…".
@@ -23,5 +25,8 @@ func main() {
 		stderr: os.Stderr,
 		getenv: os.Getenv,
 	}
-	os.Exit(a.main(context.Background(), os.Args[1:]))
+	done := trace.Step("main")
+	code := a.main(context.Background(), os.Args[1:])
+	done()
+	os.Exit(code)
 }
