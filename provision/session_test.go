@@ -119,6 +119,20 @@ set +e
 		{"a writable mount stacked on the read-only one", `mount --bind /tmp "$W/.git/hooks"`, "/.git/hooks is writable"},
 		{"pin unmounted", "umount /home/corral/p/.git", "git shadow mount /home/corral/p/.git is not in place"},
 		{"expectations missing", "rm /run/corral/shadow.expect", "git shadow expectations /run/corral/shadow.expect are missing"},
+		// The path is still in the table, as the root of another mount (field 4), not as a
+		// mount point (field 5).
+		{"pin unmounted, its path another mount's root", "umount /home/corral/p/.git && mkdir -p /mnt/cpv && mount --bind /home/corral/p/.git /mnt/cpv",
+			"git shadow mount /home/corral/p/.git is not in place"},
+		// Over 32 expectations the check takes one pass over the table instead of a search each.
+		{"many mounts, one writable", `for i in $(seq 40); do
+	d="/home/corral/many dir/$i"; mkdir -p "$d"; mount --bind "$d" "$d"
+	[ "$i" = 17 ] || mount -o remount,bind,ro "$d"
+	printf 'ro %s\n' "$d" >>/run/corral/shadow.expect
+done`, "git shadow mount /home/corral/many dir/17 is writable"},
+		{"many mounts, all read-only", `for i in $(seq 40); do
+	d="/home/corral/many dir/$i"; mkdir -p "$d"; mount --bind "$d" "$d"; mount -o remount,bind,ro "$d"
+	printf 'ro %s\n' "$d" >>/run/corral/shadow.expect
+done`, ""},
 	}
 	g := newGuestRoot(t, opts)
 	for _, c := range cases {

@@ -15,16 +15,17 @@
 # options are restored on return (local -), its two functions are unset.
 # Values below were fixed when the box was rendered; nothing is read from the environment.
 __corral_session_check() {
+	local how=${1-}
 	local -
 	set -f +u
 	local IFS=$' \t\n'
 	local mode={{.Mode}} user={{.User}} shadow={{.ShadowExpected}}
 	local attest=/run/corral/attest expect=/run/corral/shadow.expect
 	local forbidden=" {{.ForbiddenGroups}} " roots={{.RootPaths}} sockets={{.Sockets}}
-	local out='' p s n u g m k a b rest mp op line kind e o ok json
+	local out='' p s g n t re P G S M line kind e o ok json
 	local uid=-1 pgid='' others='' ingroup='' held='' self='' boot='' aboot='' amode='' aend='' sshfs='' nexp=0
 	local -A bad=() opts=()
-	local -a afail=()
+	local -a afail=() lines=() ml=()
 	if [[ $mode != full ]]; then
 		for p in $roots; do
 			if [[ ! -e $p ]]; then
@@ -40,41 +41,62 @@ __corral_session_check() {
 			__corral_fail "boot-time attestation $attest is writable by the box user"
 		fi
 	fi
+	# Each file is read whole and searched with regular expressions (linear; a loop over
+	# lines costs ~0.15 ms per line under emulation, and the shell's own ${x#*pattern} is
+	# quadratic). A trailing (.*) keeps the rest of the text, to search again from there.
 	read -r boot </proc/sys/kernel/random/boot_id
-	while IFS=: read -r n k u g rest; do
-		if [[ $n == "$user" ]]; then uid=$u pgid=$g; fi
-		if [[ $u == 0 && $n != root ]]; then others+=" $n"; fi
-	done </etc/passwd
-	while IFS=: read -r n k g m; do
-		[[ -n $g && $forbidden == *" $n "* ]] || continue
-		bad[$g]=$n
-		if [[ ,$m, == *",$user,"* ]]; then ingroup+=" $n"; fi
-	done </etc/group
-	while read -r k a b rest; do
-		case $k in
-		Uid:) self=$b ;;
-		Gid:) if [[ -n $b && -n ${bad[$b]+x} ]]; then held+=" ${bad[$b]}"; fi ;;
-		Groups:)
-			for g in $a $b $rest; do
-				if [[ -n ${bad[$g]+x} ]]; then held+=" ${bad[$g]}"; fi
-			done
-			;;
-		esac
-	done </proc/self/status
-	# Mount points in mountinfo escape space, tab, newline and backslash as \NNN octal.
-	while read -r a b k k mp op rest; do
-		opts[$mp]+=" $op"
-		if [[ " $rest " == *" - fuse.sshfs "* ]]; then sshfs+=" $mp"; fi
-	done </proc/self/mountinfo
+	IFS= read -r -d '' P </etc/passwd || :
+	IFS= read -r -d '' G </etc/group || :
+	IFS= read -r -d '' S </proc/self/status || :
+	IFS= read -r -d '' M </proc/self/mountinfo || :
+	P=$'\n'$P G=$'\n'$G S=$'\n'$S M=$'\n'$M
+	# User and group names are plain (render.go checks the user, the groups are fixed): no
+	# regular expression characters to escape.
+	re=$'\n'$user$':[^:\n]*:([0-9]+):([0-9]+):'
+	if [[ $P =~ $re ]]; then uid=${BASH_REMATCH[1]} pgid=${BASH_REMATCH[2]}; fi
+	re=$'\n([^:\n]*):[^:\n]*:0:(.*)'
+	t=$P
+	while [[ $t =~ $re ]]; do
+		if [[ ${BASH_REMATCH[1]} != root ]]; then others+=" ${BASH_REMATCH[1]}"; fi
+		t=${BASH_REMATCH[2]}
+	done
+	# name:password:gid:members, for each forbidden group the file has.
+	for n in $forbidden; do
+		re=$'\n'$n$':[^:\n]*:([0-9]+):([^\n]*)'
+		[[ $G =~ $re ]] || continue
+		bad[${BASH_REMATCH[1]}]=$n
+		if [[ ,${BASH_REMATCH[2]}, == *",$user,"* ]]; then ingroup+=" $n"; fi
+	done
+	re=$'\nUid:[ \t]*[0-9]+[ \t]+([0-9]+)'
+	if [[ $S =~ $re ]]; then self=${BASH_REMATCH[1]}; fi
+	re=$'\nGid:[ \t]*[0-9]+[ \t]+([0-9]+)'
+	if [[ $S =~ $re && -n ${bad[${BASH_REMATCH[1]}]+x} ]]; then held+=" ${bad[${BASH_REMATCH[1]}]}"; fi
+	re=$'\nGroups:([^\n]*)'
+	if [[ $S =~ $re ]]; then
+		for g in ${BASH_REMATCH[1]}; do
+			if [[ -n ${bad[$g]+x} ]]; then held+=" ${bad[$g]}"; fi
+		done
+	fi
+	# Mount points in mountinfo escape space, tab, newline and backslash as \NNN octal; the
+	# fields are: id, parent, dev, root, mount point, options, optional..., -, type, source.
+	if [[ $M == *" - fuse.sshfs "* ]]; then
+		mapfile -t lines <<<"${M#$'\n'}"
+		for t in "${lines[@]}"; do
+			# shellcheck disable=SC2086
+			set -- $t
+			if [[ $t == *" - fuse.sshfs "* ]]; then sshfs+=" $5"; fi
+		done
+	fi
 	if [[ $mode != full && -f $attest ]]; then
-		while IFS= read -r line; do
+		mapfile -t lines <"$attest"
+		for line in "${lines[@]}"; do
 			case $line in
 			"boot "*) aboot=${line#boot } ;;
 			"mode "*) amode=${line#mode } ;;
 			"fail "*) afail+=("${line#fail }") ;;
 			end) aend=1 ;;
 			esac
-		done <"$attest"
+		done
 	fi
 	if [[ -n $sshfs ]]; then __corral_fail "reverse-sshfs mounts reach the whole host filesystem:$sshfs"; fi
 	if [[ $mode != full ]]; then
@@ -99,37 +121,69 @@ __corral_session_check() {
 	fi
 	if [[ $shadow == 1 ]]; then
 		if [[ -f $expect ]]; then
-			while IFS= read -r line; do
+			mapfile -t lines <"$expect"
+			if ((${#lines[@]} > 32)); then
+				# Many mounts (a tree of submodules): one pass over the table beats a search each.
+				mapfile -t ml <<<"${M#$'\n'}"
+				for t in "${ml[@]}"; do
+					# shellcheck disable=SC2086
+					set -- $t
+					if (($# >= 6)); then opts[$5]+=" $6"; fi
+				done
+			fi
+			for line in "${lines[@]}"; do
 				[[ -n $line ]] || continue
 				kind=${line%% *} p=${line#* }
 				nexp=$((nexp + 1))
 				e=${p//\\/\\134}
 				e=${e// /\\040}
 				e=${e//$'\t'/\\011}
-				if [[ -z ${opts[$e]+x} ]]; then
+				__corral_mount_opts "$e"
+				if [[ -z $o ]]; then
 					__corral_fail "git shadow mount $p is not in place"
 					continue
 				fi
 				[[ $kind == ro ]] || continue
-				for o in ${opts[$e]}; do
+				for o in $o; do
 					if [[ ,$o, != *,ro,* ]]; then
 						__corral_fail "git shadow mount $p is writable ($o)"
 						break
 					fi
 				done
-			done <"$expect"
+			done
 		fi
 		if ((nexp == 0)); then __corral_fail "git shadow expectations $expect are missing"; fi
 	fi
 	ok=true
 	[[ -z $out ]] || ok=false
 	json="{\"ok\":$ok,\"mode\":\"$mode\",\"failures\":[$out]}"
-	if [[ ${1-} == json ]]; then
+	if [[ $how == json ]]; then
 		printf '%s\n' "$json"
 	else
 		printf '\036corral-guard-check %s\n' "$json" >&2
 	fi
 	[[ -z $out ]]
+}
+
+# __corral_mount_opts sets o to the options of every mount at the escaped mount point $1, in
+# table order ("" when none): from the pass over the table when there was one, else by
+# searching the table text for lines whose fifth field is $1 (escaped for the expression).
+__corral_mount_opts() {
+	local t=$M c re
+	o=''
+	if ((${#opts[@]} > 0)); then
+		o=${opts[$1]-}
+		return
+	fi
+	re=${1//\\/\\\\}
+	for c in . '[' ']' '(' ')' '{' '}' '*' + '?' '^' '$' '|'; do
+		re=${re//"$c"/"\\$c"}
+	done
+	re=$'\n[^ \n]+ [^ \n]+ [^ \n]+ [^ \n]+ '$re$' ([^ \n]+)(.*)'
+	while [[ $t =~ $re ]]; do
+		o+=" ${BASH_REMATCH[1]}"
+		t=${BASH_REMATCH[2]}
+	done
 }
 
 # __corral_fail adds one failure to the report as a JSON string: control characters dropped,
@@ -144,9 +198,9 @@ __corral_fail() {
 # Sourced, return ends the sourcing; run as a program, return fails and exit ends it.
 # shellcheck disable=SC2317
 if __corral_session_check "$@"; then
-	unset -f __corral_session_check __corral_fail
+	unset -f __corral_session_check __corral_fail __corral_mount_opts
 	return 0 2>/dev/null || exit 0
 fi
-unset -f __corral_session_check __corral_fail
+unset -f __corral_session_check __corral_fail __corral_mount_opts
 # shellcheck disable=SC2317
 return 1 2>/dev/null || exit 1
