@@ -3,8 +3,9 @@
 # product and limactl run as the unprivileged user $CORRAL_USER (limactl refuses root).
 #   1. box creation to ready: `git corral run --yes -- true` from no box, versus a raw
 #      `limactl start` of the very template git corral rendered (same image, same TCG override).
-#   2. on a warm box: `git corral run -- true` (guard check included) versus plain
-#      `ssh -F <instance>/ssh.config lima-<box> true` versus `limactl shell <box> true` (hyperfine).
+#   2. on a warm box: `git corral run -- true` (guard check included: in-band, and separately as
+#      for a session with a forwarded variable) versus plain `ssh -F <instance>/ssh.config
+#      lima-<box> true` versus `limactl shell <box> true` (hyperfine).
 # Every box it starts is stopped and deleted on exit. Needs: scripts/setup.sh done, hyperfine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +55,8 @@ U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/warm.json" \
   -n "git corral run -- true, no connection holder" "env CORRAL_NO_CONNECTION_HOLDER=1 $BASE/bin/git-corral -C $BASE/proj run -- true" \
   -n "ssh -F ssh.config true" "ssh -F $CFG lima-$BOX true" \
   -n "ssh -F ssh.config guard-check session" "ssh -F $CFG lima-$BOX /usr/local/libexec/corral/guard-check session" \
+  -n "ssh -F ssh.config . session-check inband" "ssh -F $CFG lima-$BOX . /usr/local/libexec/corral/session-check inband" \
+  -n "git corral run -- true, separate guard check" "env CORRAL_BENCH_FORWARDED=1 $BASE/bin/git-corral -C $BASE/proj run --env CORRAL_BENCH_FORWARDED -- true" \
   -n "limactl shell true" "$LIMACTL shell --workdir / $BOX true" 2>&1 | grep -v '^ *$'
 python3 - "$BASE/home/warm.json" <<'PY'
 import json, sys

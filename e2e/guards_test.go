@@ -123,6 +123,32 @@ true`, canary)
 			}
 		}
 	})
+	t.Run("a guard broken in the running box refuses the next session before its command runs", func(t *testing.T) {
+		// Full mode keeps sudo, so the box can undo one of its own git shadow's mounts.
+		hooks := filepath.Join(dir, ".git", "hooks")
+		if r := corral(t, dir, nil, "run", "--", "sudo", "-n", "umount", hooks); r.code != 0 {
+			t.Fatalf("umount the shadow's hooks mount: exit %d: %s", r.code, r.stderr)
+		}
+		marker := filepath.Join(dir, "CMD-RAN")
+		// In-band (no values from the host) and the separate check (a forwarded variable).
+		for _, env := range [][]string{nil, {"CORRAL_E2E_FORWARDED=1"}} {
+			args := []string{"run", "--", "touch", marker}
+			if env != nil {
+				args = []string{"run", "--env", "CORRAL_E2E_FORWARDED", "--", "touch", marker}
+			}
+			r := corral(t, dir, env, args...)
+			if r.code != 1 || !strings.Contains(r.stderr, "git shadow mount "+hooks+" is not in place") {
+				t.Errorf("env %v: exit %d, stderr %q: want a refusal naming the missing mount", env, r.code, r.stderr)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("env %v: the command ran in a box whose guard check failed", env)
+			}
+		}
+		a := corral(t, dir, nil, "audit", "--json", "-n", "3")
+		if !strings.Contains(a.stdout, `"guard-failure"`) {
+			t.Errorf("the audit log does not record the refusals: %s", a.stdout)
+		}
+	})
 	t.Run("one changed byte of the approved script stops the session again", func(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "setup.sh"), "#!/bin/sh\necho provisioned > \"$HOME/provisioneD\"\n", 0o755)
 		r := corral(t, dir, nil, "run", "--", "true")
