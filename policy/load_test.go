@@ -123,3 +123,20 @@ func TestLoadNeedsAbsolutePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestGitTokenHosts: git_tokens keys are host names, with an optional port; nothing else.
+func TestGitTokenHosts(t *testing.T) {
+	good := []string{"github.com", "git.example.com:8443", "a.b.c:1"}
+	bad := []string{"", "localhost", "github.com:", "github.com:0", "github.com:99999", "github.com:08", "*.github.com",
+		"GitHub.com", "https://github.com", "github.com/org", "git hub.com", "github.com:443:1", "github.com\n"}
+	for _, h := range good {
+		if p := checkGitHost(h); p != "" {
+			t.Errorf("git_tokens host %q refused: %s", h, p)
+		}
+	}
+	for _, h := range bad {
+		if checkGitHost(h) == "" {
+			t.Errorf("git_tokens host %q accepted", h)
+		}
+	}
+}

@@ -81,8 +81,8 @@ func checkString(key, mapKey, v string) string {
 		}
 		return ""
 	case "git_tokens":
-		if checkHost(mapKey) != "" || !envNameRE.MatchString(v) {
-			return fmt.Sprintf("must map git host names to variable names, not %q = %q", mapKey, v)
+		if checkGitHost(mapKey) != "" || !envNameRE.MatchString(v) {
+			return fmt.Sprintf("must map git host names (with an optional :port) to variable names, not %q = %q", mapKey, v)
 		}
 		return ""
 	case "name":
@@ -239,6 +239,22 @@ func checkHost(h string) string {
 		}
 	}
 	return ""
+}
+
+// checkGitHost checks a git_tokens key: a DNS name, with an optional :port for a server on
+// another port (git then names the host as host:port in the credential protocol, which is
+// what the guest's helper matches).
+func checkGitHost(h string) string {
+	if name, port, ok := strings.Cut(h, ":"); ok {
+		if !portOK(port) {
+			return fmt.Sprintf("invalid port %q", port)
+		}
+		h = name
+	}
+	if strings.HasPrefix(h, "*") {
+		return "want a host name, not a wildcard"
+	}
+	return checkHost(h)
 }
 
 // portOK reports whether s is a port from 1 to 65535 written plainly.
