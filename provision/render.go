@@ -35,6 +35,13 @@ const GuardCheckPath = "/usr/local/libexec/corral/guard-check"
 // SessionCheckPath is where the session check (session-check.bash) is installed in the guest.
 const SessionCheckPath = "/usr/local/libexec/corral/session-check"
 
+// GuardDaemonPath is where the resident guard daemon (guardd.pl) is installed in the guest;
+// GuardSocketPath is where it answers (vm.Client.GuardReport).
+const (
+	GuardDaemonPath = "/usr/local/libexec/corral/guardd"
+	GuardSocketPath = "/run/corral/guard.sock"
+)
+
 // forbiddenGroups are the groups the box user must not be in, in broker and offline modes:
 // root or a way to it (sudo, admin, wheel, root: sudo/polkit rules; disk: raw block devices;
 // docker, lxd, incus-admin, incus, libvirt, libvirt-qemu: container or VM sockets; shadow:
@@ -43,7 +50,7 @@ const SessionCheckPath = "/usr/local/libexec/corral/session-check"
 const forbiddenGroups = "root sudo admin wheel disk docker lxd incus-admin incus libvirt libvirt-qemu shadow staff adm systemd-journal kvm"
 
 // rootPaths are paths root runs or reads from: owned by root, writable by nobody else.
-const rootPaths = "/ /usr /usr/local /usr/local/libexec /usr/local/libexec/corral " + GuardCheckPath + " " + SessionCheckPath +
+const rootPaths = "/ /usr /usr/local /usr/local/libexec /usr/local/libexec/corral " + GuardCheckPath + " " + SessionCheckPath + " " + GuardDaemonPath +
 	" /etc /etc/corral /etc/sudoers /etc/sudoers.d /etc/systemd/system /run/corral"
 
 // containerSockets are container and VM manager sockets that hand out root to whoever may write
@@ -76,7 +83,7 @@ type guestData struct {
 	RulesetSHA256, UnitSHA256, SudoersSHA256     string
 	ShadowExpected                               string
 	GuardCheck, SSHDConf, Ruleset, Unit, Sudoers string
-	SessionCheck                                 string
+	SessionCheck, GuardDaemon, GuardUnit         string
 	ForbiddenGroups, RootPaths, Sockets          string
 	InstallFile, Proxy, Packages                 string
 
@@ -193,6 +200,12 @@ func filesData(d *guestData) error {
 	d.UnitSHA256 = "'" + sha256Hex(d.Unit) + "'"
 	d.SudoersSHA256 = "'" + sha256Hex(d.Sudoers) + "'"
 	if d.SessionCheck, err = execGuest("session-check.bash", d); err != nil {
+		return err
+	}
+	if d.GuardDaemon, err = execGuest("guardd.pl", d); err != nil {
+		return err
+	}
+	if d.GuardUnit, err = readGuest("corral-guardd.service"); err != nil {
 		return err
 	}
 	d.GuardCheck, err = execGuest("guard-check.sh", d)

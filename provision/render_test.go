@@ -70,6 +70,15 @@ func TestRenderShellcheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		bashFiles = append(bashFiles, p)
+		if perl, err := exec.LookPath("perl"); err == nil {
+			pl := filepath.Join(dir, string(mode)+"-guardd")
+			if err := os.WriteFile(pl, []byte(d.GuardDaemon), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(perl, "-c", pl).CombinedOutput(); err != nil {
+				t.Errorf("perl -c guardd (%s): %v\n%s", mode, err, out)
+			}
+		}
 		for _, s := range b.Scripts {
 			p := filepath.Join(dir, string(mode)+"-"+s.Name)
 			if err := os.WriteFile(p, []byte(s.Body), 0o644); err != nil {

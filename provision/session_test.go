@@ -15,6 +15,42 @@ func sessionCheck() string {
 	return "runuser -u corral -- " + strings.Join(GuardCheckArgv(), " ")
 }
 
+// daemonQuery starts the resident guard daemon (guardd) in the booted root and prints its
+// report on a line "DAEMON=…", asked by a client that the prefix runs (as the box user, with
+// its groups): the daemon judges its peer's credentials as it judges the box user's sshd.
+func daemonQuery(client string) string {
+	return `
+perl /usr/local/libexec/corral/guardd >/tmp/guardd.log 2>&1 & D=$!
+i=0; until [ -S /run/corral/guard.sock ] || [ $i -gt 200 ]; do sleep 0.05; i=$((i+1)); done
+printf "DAEMON="
+` + client + ` perl -MIO::Socket::UNIX -e '$s = IO::Socket::UNIX->new(Peer => "/run/corral/guard.sock") or die "connect: $!"; print <$s>' || { echo "CLIENT FAILED"; cat /tmp/guardd.log; }
+kill "$D"; wait "$D" 2>/dev/null || true
+`
+}
+
+// checkDaemon checks the daemon's report line against the same verdict as checkReport.
+func checkDaemon(t *testing.T, out, errOut, want string) {
+	t.Helper()
+	_, line, ok := strings.Cut(out, "DAEMON=")
+	if !ok {
+		t.Fatalf("no daemon report\n%s\n%s", out, errOut)
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	r, err := ParseGuardReport([]byte(line))
+	if err != nil {
+		t.Fatalf("daemon report %q: %v\n%s", line, err, errOut)
+	}
+	if want == "" {
+		if !r.OK {
+			t.Errorf("the daemon refuses a clean box: %v", r.Failures)
+		}
+		return
+	}
+	if r.OK || !strings.Contains(strings.Join(r.Failures, "\n"), want) {
+		t.Errorf("daemon report %+v, want a failure naming %q", r, want)
+	}
+}
+
 // TestSessionCheckLocked boots a whole offline bundle (lockdown in a network namespace, the
 // privilege drop, the boot's attestation) and then breaks one guard at a time: the session
 // check, run as the box user without sudo, must refuse each and name it.
@@ -50,12 +86,14 @@ P=
 `+c.mutate+`
 `+sessionCheck()+`
 echo "GUARD=$?"
+`+daemonQuery("runuser -u corral --")+`
 if [ -n "$P" ]; then kill "$P"; wait "$P" || true; fi
 `)
 			if code != 0 {
 				t.Fatalf("setup failed, exit %d\n%s\n%s", code, out, errOut)
 			}
 			checkReport(t, out, errOut, c.want)
+			checkDaemon(t, out, errOut, c.want)
 		})
 	}
 	// A session that logged in before the drop (a connection kept from then) still holds the
@@ -64,11 +102,13 @@ if [ -n "$P" ]; then kill "$P"; wait "$P" || true; fi
 		out, errOut, code := g.run(ns, prepHostile+bootAll+`
 setpriv --reuid=corral --regid=corral --groups=$(getent group sudo | cut -d: -f3),$(getent group disk | cut -d: -f3) `+strings.Join(GuardCheckArgv(), " ")+`
 echo "GUARD=$?"
+`+daemonQuery("setpriv --reuid=corral --regid=corral --groups=$(getent group sudo | cut -d: -f3),$(getent group disk | cut -d: -f3)")+`
 `)
 		if code != 0 {
 			t.Fatalf("setup failed, exit %d\n%s\n%s", code, out, errOut)
 		}
 		checkReport(t, out, errOut, "the session holds root-equivalent groups: disk sudo")
+		checkDaemon(t, out, errOut, "the session holds root-equivalent groups: disk sudo")
 	})
 }
 
@@ -137,11 +177,12 @@ done`, ""},
 	g := newGuestRoot(t, opts)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, errOut, code := g.run("", prep+c.mutate+"\n"+sessionCheck()+"\necho \"GUARD=$?\"\n")
+			out, errOut, code := g.run("", prep+c.mutate+"\n"+sessionCheck()+"\necho \"GUARD=$?\"\n"+daemonQuery("runuser -u corral --"))
 			if code != 0 {
 				t.Fatalf("setup failed, exit %d\n%s\n%s", code, out, errOut)
 			}
 			checkReport(t, out, errOut, c.want)
+			checkDaemon(t, out, errOut, c.want)
 		})
 	}
 }

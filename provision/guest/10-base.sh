@@ -15,6 +15,16 @@ printf '%s\n' "$MODE" | install_file /etc/corral/mode 0644
 {{heredoc "/usr/local/libexec/corral/guard-check" "0755" .GuardCheck}}
 # The session check, which guard-check runs and `git corral run` sources before its command.
 {{heredoc "/usr/local/libexec/corral/session-check" "0755" .SessionCheck}}
+# The resident guard daemon the host asks before every session (through SSH stream-local
+# forwarding), restarted at every boot so that it runs the script just installed.
+{{heredoc "/usr/local/libexec/corral/guardd" "0755" .GuardDaemon}}
+{{heredoc "/etc/systemd/system/corral-guardd.service" "0644" .GuardUnit}}
+install -d -m 0755 -o root -g root /run/corral
+if [ -d /run/systemd/system ]; then
+	systemctl daemon-reload
+	systemctl enable corral-guardd.service >/dev/null 2>&1
+	systemctl restart corral-guardd.service
+fi
 
 # sshd: the session's environment travels in the SSH channel (SendEnv/SetEnv on the host side),
 # never on the command line.
