@@ -130,10 +130,11 @@ true`, canary)
 			t.Fatalf("umount the shadow's hooks mount: exit %d: %s", r.code, r.stderr)
 		}
 		marker := filepath.Join(dir, "CMD-RAN")
-		// In-band (no values from the host) and the separate check (a forwarded variable).
-		for _, env := range [][]string{nil, {"CORRAL_E2E_FORWARDED=1"}} {
+		// The resident daemon (the default), in-band (no values from the host) and the separate
+		// check (a forwarded variable).
+		for _, env := range [][]string{nil, {"CORRAL_GUARD_CHECK=inband"}, {"CORRAL_GUARD_CHECK=separate", "CORRAL_E2E_FORWARDED=1"}} {
 			args := []string{"run", "--", "touch", marker}
-			if env != nil {
+			if len(env) == 2 {
 				args = []string{"run", "--env", "CORRAL_E2E_FORWARDED", "--", "touch", marker}
 			}
 			r := corral(t, dir, env, args...)
@@ -144,7 +145,7 @@ true`, canary)
 				t.Fatalf("env %v: the command ran in a box whose guard check failed", env)
 			}
 		}
-		a := corral(t, dir, nil, "audit", "--json", "-n", "3")
+		a := corral(t, dir, nil, "audit", "--json", "-n", "4")
 		if !strings.Contains(a.stdout, `"guard-failure"`) {
 			t.Errorf("the audit log does not record the refusals: %s", a.stdout)
 		}

@@ -99,6 +99,13 @@ func lockdownHolds(t *testing.T, dir, mode string, probe *hostProbe) {
 			t.Errorf("%s: exit %d, report %+v (%v): %s %s", strings.Join(argv, " "), r.code, rep, err, r.stdout, r.stderr)
 		}
 	}
+	// Each way the host runs the check passes on a box whose guards hold: the resident daemon
+	// (the default), in-band and separately.
+	for _, how := range []string{"daemon", "inband", "separate"} {
+		if r := corral(t, dir, []string{"CORRAL_GUARD_CHECK=" + how}, "run", "--", "true"); r.code != 0 {
+			t.Errorf("%s mode, CORRAL_GUARD_CHECK=%s: exit %d: %s", mode, how, r.code, r.stderr)
+		}
+	}
 }
 
 // TestOfflineMode is the offline group: from no box, every way out fails and the guards hold;

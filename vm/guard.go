@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
+	"golang.org/x/crypto/ssh"
+
+	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/provision"
 )
@@ -51,6 +56,49 @@ func CheckGuards(ctx context.Context, c Outputter, network policy.Network, bundl
 		f := rep.Failures
 		if len(f) == 0 {
 			f = []string{fmt.Sprintf("guard check exited %d without naming a guard", code)}
+		}
+		return GuardOutcome{Report: rep}, fmt.Errorf("%w: %s", ErrGuard, strings.Join(f, "; "))
+	}
+	return GuardOutcome{Report: rep}, nil
+}
+
+// ErrNoGuardDaemon is wrapped by GuardReport when the box has no resident guard daemon to ask
+// (a box rendered before it existed, or one without guest guards): the caller checks another
+// way.
+var ErrNoGuardDaemon = errors.New("no guard daemon in the box")
+
+// guardReportTimeout bounds the wait for the daemon's answer.
+const guardReportTimeout = 20 * time.Second
+
+// GuardReport asks the guest's resident guard daemon at socketPath (provision.GuardSocketPath),
+// through the SSH connection's stream-local forwarding, for its report on this connection's
+// credentials, and returns the outcome like CheckGuards. No process starts in the guest.
+func (c *Client) GuardReport(ctx context.Context, socketPath string) (GuardOutcome, error) {
+	conn, err := c.ssh.Dial("unix", socketPath)
+	if err != nil {
+		var oe *ssh.OpenChannelError
+		if errors.As(err, &oe) {
+			return GuardOutcome{}, fmt.Errorf("%w: %s", ErrNoGuardDaemon, visible.String(oe.Message))
+		}
+		return GuardOutcome{}, c.connErr("ask the guard daemon", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	t := time.AfterFunc(guardReportTimeout, func() { conn.Close() })
+	defer t.Stop()
+	out, err := io.ReadAll(io.LimitReader(conn, 1<<20))
+	conn.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return GuardOutcome{}, c.connErr("read the guard daemon's report", err)
+	}
+	rep, err := provision.ParseGuardReport(out)
+	if err != nil {
+		return GuardOutcome{}, fmt.Errorf("%w: the guard daemon's report is unreadable: %v", ErrGuard, err)
+	}
+	if !rep.OK {
+		f := rep.Failures
+		if len(f) == 0 {
+			f = []string{"the guard daemon refused without naming a guard"}
 		}
 		return GuardOutcome{Report: rep}, fmt.Errorf("%w: %s", ErrGuard, strings.Join(f, "; "))
 	}

@@ -11,8 +11,10 @@ package vm
 //     process's uid (SO_PEERCRED where the platform has it): it grants what Lima's key grants.
 //   - The holder's host key is made fresh at each start and pinned through a file beside the
 //     socket; a client that cannot verify it dials the box directly.
-//   - Only "session" channels are relayed, and only from the client side: nothing the guest
-//     opens (agent or X11 forwarding, port forwards) crosses the holder.
+//   - Only "session" channels are relayed, and stream-local channels to the few guest sockets
+//     the holder was started with (the guard daemon's), only from the client side: nothing the
+//     guest opens (agent or X11 forwarding, port forwards) crosses the holder, and no other
+//     forwarding is relayed.
 //   - The holder ends when its connection to the box ends (the box stopped: keepalive or EOF),
 //     when no client has been connected for the idle time, or when told to; one holder per box
 //     (a lock file held for its lifetime).
@@ -93,7 +95,9 @@ func DialMux(ctx context.Context, p MuxPaths) (*Client, error) {
 // ServeMux holds up, the box connection, and relays every session a client opens on p.Socket()
 // onto it. It returns nil when another holder already serves the box, when no client has been
 // connected for idle, or when ctx ends; and an error when the box connection is lost.
-func ServeMux(ctx context.Context, up *Client, p MuxPaths, idle time.Duration) error {
+// Stream-local channels (direct-streamlocal@openssh.com) are relayed only to the guest
+// sockets named in sockets.
+func ServeMux(ctx context.Context, up *Client, p MuxPaths, idle time.Duration, sockets ...string) error {
 	if len(p.Socket()) > maxSocketPath {
 		return fmt.Errorf("serve box connection: socket path %s is too long", p.Socket())
 	}
@@ -122,7 +126,10 @@ func ServeMux(ctx context.Context, up *Client, p MuxPaths, idle time.Duration) e
 	}()
 	cfg := &ssh.ServerConfig{NoClientAuth: true}
 	cfg.AddHostKey(signer)
-	s := &muxServer{up: up, cfg: cfg, idle: idle, active: make(chan int, 1)}
+	s := &muxServer{up: up, cfg: cfg, idle: idle, active: make(chan int, 1), sockets: map[string]bool{}}
+	for _, sock := range sockets {
+		s.sockets[sock] = true
+	}
 	s.active <- 0
 	return s.serve(ctx, ln)
 }
@@ -167,6 +174,8 @@ type muxServer struct {
 	idle   time.Duration
 	active chan int // number of connected clients; a one-slot channel used as a mutex
 	wg     sync.WaitGroup
+	// sockets are the guest sockets stream-local channels may reach.
+	sockets map[string]bool
 }
 
 func (s *muxServer) serve(ctx context.Context, ln net.Listener) error {
@@ -232,7 +241,18 @@ func (s *muxServer) client(c net.Conn) {
 	defer sc.Close()
 	go s.globalRequests(reqs)
 	for nc := range chans {
-		if nc.ChannelType() != "session" {
+		switch nc.ChannelType() {
+		case "session":
+		case "direct-streamlocal@openssh.com":
+			var m struct {
+				SocketPath, Reserved0 string
+				Reserved1             uint32
+			}
+			if err := ssh.Unmarshal(nc.ExtraData(), &m); err != nil || !s.sockets[m.SocketPath] {
+				nc.Reject(ssh.Prohibited, "the connection holder forwards only the guard daemon's socket")
+				continue
+			}
+		default:
 			nc.Reject(ssh.Prohibited, "the connection holder relays session channels only")
 			continue
 		}

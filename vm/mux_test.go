@@ -21,7 +21,7 @@ import (
 
 // startMux dials ep, serves a holder for it in a short temp dir and returns the holder's paths
 // and a channel with ServeMux's result.
-func startMux(t *testing.T, ep Endpoint, idle time.Duration) (MuxPaths, *Client, <-chan error) {
+func startMux(t *testing.T, ep Endpoint, idle time.Duration, sockets ...string) (MuxPaths, *Client, <-chan error) {
 	t.Helper()
 	up := dialT(t, ep)
 	dir, err := os.MkdirTemp("", "cmux")
@@ -33,7 +33,7 @@ func startMux(t *testing.T, ep Endpoint, idle time.Duration) (MuxPaths, *Client,
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	done := make(chan error, 1)
-	go func() { done <- ServeMux(ctx, up, p, idle) }()
+	go func() { done <- ServeMux(ctx, up, p, idle, sockets...) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(p.Socket()); err == nil {
 			break

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/provision"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -55,7 +56,7 @@ func defineConnection(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		defer up.Close()
-		return vm.ServeMux(ctx, up, muxPaths(m.Home, box), *idle)
+		return vm.ServeMux(ctx, up, muxPaths(m.Home, box), *idle, provision.GuardSocketPath)
 	}
 }
 

@@ -227,12 +227,14 @@ func (a *app) notice(msg string) {
 // session runs one session in the box: the guard check, the host-side guard, the environment,
 // the audit records, and the exit status passed through.
 //
-// The guard check runs in one of two ways. In-band (the fast path): the session check is
-// sourced in the same session right before the command, which runs only if it passed
-// (provision.InbandGuardPrefix, vm.SessionOptions.InbandGuard); no byte of stdin goes in
-// before. Separately (CheckGuards, a session of its own before the command's): when the
-// session carries values from the host (forwarded variables, tokens: they are sent only once
-// the box passed), a terminal or the SSH agent, and for boxes older than the session check.
+// The guard check (guardCheck) runs before anything of the session is sent: the resident
+// guard daemon's report, asked through the connection. Boxes rendered before the daemon have
+// two other ways. In-band: the session check is sourced in the same session right before the
+// command, which runs only if it passed (provision.InbandGuardPrefix,
+// vm.SessionOptions.InbandGuard); no byte of stdin goes in before. Separately (CheckGuards, a
+// session of its own before the command's): when the session carries values from the host
+// (forwarded variables, tokens: they are sent only once the box passed), a terminal or the SSH
+// agent, and for boxes older than the session check.
 func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []string, timeout time.Duration) error {
 	done := trace.Step("ssh endpoint")
 	ep, err := vm.EndpointFromSSHConfig(s.st.SSHConfig, "lima-"+s.box)
@@ -255,18 +257,20 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	vars, envNames, hostValues, envErr := a.sessionEnv(s, env)
 	done()
 	guarded := s.cfg.Network != policy.NetworkFull || len(s.bundle.Scripts) > 0
-	inband := envErr == nil && guarded && !hostValues && !tty && !s.cfg.SSHAgent
-	// The separate check's round trip and the host's own work before the session (the snapshot
+	inbandOK := envErr == nil && guarded && !hostValues && !tty && !s.cfg.SSHAgent
+	// The guard check's round trip and the host's own work before the session (the snapshot
 	// and watch of git metadata) run side by side.
-	var guardDone chan error
-	if !inband {
-		guardDone = make(chan error, 1)
-		go func() {
-			done := trace.Step("guard check")
-			guardDone <- a.separateGuardCheck(ctx, c, s)
-			done()
-		}()
+	type guardResult struct {
+		inband bool
+		err    error
 	}
+	guardDone := make(chan guardResult, 1)
+	go func() {
+		done := trace.Step("guard check")
+		inband, err := a.guardCheck(ctx, c, s, inbandOK)
+		done()
+		guardDone <- guardResult{inband, err}
+	}()
 	// A clone-mode box mounts nothing of the host: no git metadata to guard, no host session base.
 	g := &session.Guard{}
 	var beginErr error
@@ -283,15 +287,14 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 		defer done()
 		return g.End(context.WithoutCancel(ctx), a.shadowChange(lg, rec))
 	}
-	if guardDone != nil {
-		done = trace.Step("wait for guard check")
-		gerr := <-guardDone
-		done()
-		if gerr != nil {
-			endGuard()
-			return a.guardFailed(ctx, lg, rec, gerr)
-		}
+	done = trace.Step("wait for guard check")
+	gr := <-guardDone
+	done()
+	if gr.err != nil {
+		endGuard()
+		return a.guardFailed(ctx, lg, rec, gr.err)
 	}
+	inband := gr.inband
 	if envErr != nil {
 		return envErr
 	}
@@ -355,6 +358,29 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 		fmt.Fprintf(a.stderr, "corral: session base %s: 'git corral diff' shows what the box changed in files the host executes\n", g.Base)
 	}
 	return runErr
+}
+
+// guardCheck runs the guest guard check the best way the box allows: the resident guard
+// daemon's report (vm.Client.GuardReport: no process starts in the guest, and the box user
+// cannot forge it); on a box without the daemon, in-band when inbandOK (it returns true and the
+// caller runs the command with the check before it), else in a session of its own.
+// CORRAL_GUARD_CHECK=daemon, inband or separate forces one way, for tests and diagnosis.
+func (a *app) guardCheck(ctx context.Context, c *vm.Client, s *boxSession, inbandOK bool) (inband bool, err error) {
+	how := a.getenv("CORRAL_GUARD_CHECK")
+	switch how {
+	case "", "daemon":
+		_, err := c.GuardReport(ctx, provision.GuardSocketPath)
+		if !errors.Is(err, vm.ErrNoGuardDaemon) || how == "daemon" {
+			return false, err
+		}
+	case "inband", "separate":
+	default:
+		return false, usageErrorf("", "CORRAL_GUARD_CHECK=%q: want daemon, inband or separate", how)
+	}
+	if inbandOK && how != "separate" {
+		return true, nil
+	}
+	return false, a.separateGuardCheck(ctx, c, s)
 }
 
 // separateGuardCheck runs the guest guard check in a session of its own (vm.CheckGuards).
