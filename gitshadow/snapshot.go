@@ -71,9 +71,14 @@ type Snapshot struct {
 	GitDirs map[string]bool `json:"gitDirs"`
 	// Adopted are the git dirs the box added during a session (a subset of GitDirs).
 	Adopted map[string]bool `json:"adopted,omitempty"`
+	// Stat is the stat cache of the snapshotted regular files (see statcache.go).
+	Stat map[string]statEntry `json:"stat,omitempty"`
 
 	mu  sync.Mutex
 	seq int
+	// statDirty is set when Stat gained an entry a later check can trust: saving it then spares
+	// the next session from reading that file.
+	statDirty bool
 }
 
 // Snapshot hashes and copies every host-executed git metadata file of plan into stateDir
@@ -173,7 +178,7 @@ func inert(path string) bool {
 
 // recordFile records what is at path now, keeping a copy of a file's content.
 func (s *Snapshot) recordFile(path string) error {
-	st, data, err := readState(path)
+	st, data, err := s.readStateAt(path, now().UnixNano())
 	if err != nil {
 		return err
 	}
@@ -204,44 +209,55 @@ func (s *Snapshot) writeObject(hash string, data []byte) error {
 	return nil
 }
 
-// readState reads the state of path and, for a file, its content.
-func readState(path string) (st fileState, data []byte, err error) {
-	fi, err := os.Lstat(path)
+// readStateInfo reads the state of path and, for a file, its content; fi is what lstat said
+// before the content was read (nil when path is absent).
+func readStateInfo(path string) (st fileState, data []byte, fi fs.FileInfo, err error) {
+	fi, err = os.Lstat(path)
 	if err == nil {
 		defer func() { st.UID, st.GID = owner(fi) }()
 	}
 	switch {
 	case os.IsNotExist(err):
-		return fileState{Type: "absent"}, nil, nil
+		return fileState{Type: "absent"}, nil, nil, nil
 	case err != nil:
-		return fileState{}, nil, err
+		return fileState{}, nil, nil, err
 	case fi.IsDir():
-		return fileState{Type: "dir", Perm: fi.Mode().Perm()}, nil, nil
+		return fileState{Type: "dir", Perm: fi.Mode().Perm()}, nil, fi, nil
 	case fi.Mode()&fs.ModeSymlink != 0:
 		link, err := os.Readlink(path)
-		return fileState{Type: "symlink", Link: link}, nil, err
+		return fileState{Type: "symlink", Link: link}, nil, fi, err
 	case !fi.Mode().IsRegular():
-		return fileState{Type: "other"}, nil, nil
+		return fileState{Type: "other"}, nil, fi, nil
 	case fi.Size() > maxFileSize:
-		return fileState{}, nil, fmt.Errorf("%s: %d bytes, more than %d", path, fi.Size(), maxFileSize)
+		return fileState{}, nil, fi, fmt.Errorf("%s: %d bytes, more than %d", path, fi.Size(), maxFileSize)
 	}
 	data, err = os.ReadFile(path)
 	if err != nil {
-		return fileState{}, nil, err
+		return fileState{}, nil, fi, err
 	}
 	sum := sha256.Sum256(data)
-	return fileState{Type: "file", Perm: fi.Mode().Perm(), Hash: hex.EncodeToString(sum[:])}, data, nil
+	return fileState{Type: "file", Perm: fi.Mode().Perm(), Hash: hex.EncodeToString(sum[:])}, data, fi, nil
 }
 
 // save writes the snapshot record atomically, so a session that crashed can still be verified
 // with LoadSnapshot.
 func (s *Snapshot) save() error {
 	syscall.Sync() // the objects written since the last save
-	data, err := json.MarshalIndent(s, "", "  ")
+	return s.saveRecord()
+}
+
+// saveRecord writes the record without syncing objects first: for a record that refers to no
+// object it did not refer to when last saved (only the stat cache changed).
+func (s *Snapshot) saveRecord() error {
+	data, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(s.StateDir, "snapshot.json"), data, 0o600)
+	if err := atomicfile.Write(filepath.Join(s.StateDir, "snapshot.json"), data, 0o600); err != nil {
+		return err
+	}
+	s.statDirty = false
+	return nil
 }
 
 // LoadSnapshot reads the record a Snapshot saved in stateDir.

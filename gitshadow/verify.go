@@ -60,10 +60,14 @@ func (s *Snapshot) check(ctx context.Context, full bool) ([]Change, error) {
 			return changes, err
 		}
 	}
-	if len(changes) > 0 {
+	switch {
+	case len(changes) > 0:
 		if err := s.save(); err != nil { // adopted git dirs must survive a crash too
 			return changes, fmt.Errorf("save git metadata snapshot: %w", err)
 		}
+	case s.statDirty:
+		// Only the stat cache learnt something; losing it costs the next session a read.
+		s.saveRecord()
 	}
 	var bad []string
 	for _, c := range changes {
@@ -152,7 +156,7 @@ func findByInode(dir string, pin pinState) string {
 // checkFile restores path when it differs from its record.
 func (s *Snapshot) checkFile(path string) (Change, bool) {
 	want := s.Files[path]
-	got, _, err := readState(path)
+	got, _, err := s.statFile(path, want)
 	if err == nil && sameState(got, want) {
 		return Change{}, false
 	}
