@@ -73,6 +73,9 @@ type Snapshot struct {
 	Adopted map[string]bool `json:"adopted,omitempty"`
 	// Stat is the stat cache of the snapshotted regular files (see statcache.go).
 	Stat map[string]statEntry `json:"stat,omitempty"`
+	// DirStat is the stat cache of the snapshotted directories (trees) listed as holding nothing
+	// new and no subdirectory.
+	DirStat map[string]statEntry `json:"dirStat,omitempty"`
 
 	mu  sync.Mutex
 	seq int
@@ -147,16 +150,20 @@ func pinOf(path string) (pinState, bool) {
 	return pinState{Dev: uint64(st.Dev), Ino: st.Ino}, true
 }
 
-// recordTree records a directory and every entry below it.
+// recordTree records a directory and every entry below it, and the directory's stat cache
+// entry when it holds no subdirectory.
 func (s *Snapshot) recordTree(dir string) error {
 	if err := s.recordFile(dir); err != nil {
 		return err
 	}
-	n := 0
+	at := now().UnixNano()
+	k, listable := s.treeKey(dir)
+	n, subdirs := 0, false
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || path == dir {
 			return nil
 		}
+		subdirs = subdirs || d.IsDir()
 		if inert(path) {
 			return nil
 		}
@@ -165,6 +172,9 @@ func (s *Snapshot) recordTree(dir string) error {
 		}
 		return s.recordFile(path)
 	})
+	if err == nil && listable && !subdirs {
+		s.recordDir(dir, statEntry{statKey: k, Hash: listedFlat, At: at})
+	}
 	return err
 }
 

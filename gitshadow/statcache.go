@@ -17,6 +17,11 @@ import (
 // was recorded. A file whose ctime was recent when recorded ("racy", as git calls it) may have
 // been written again in the same clock tick, so it is always read and hashed.
 //
+// Snapshotted directories (hooks/, info/) are cached the same way: a directory listed with
+// nothing new and no subdirectory in it is not listed again while its stat is unchanged and
+// old, since adding, removing or renaming an entry in it sets its ctime (and mtime). A directory
+// with subdirectories is always walked: an entry added down there changes only the subdirectory.
+//
 // The cache lives in the snapshot record under $CORRAL_HOME, out of the box's reach.
 
 // racyWindow is how much older than its record a ctime must be for the stat cache to trust it;
@@ -101,4 +106,31 @@ func (s *Snapshot) readStateAt(path string, at int64) (fileState, []byte, error)
 	}
 	s.Stat[path] = e
 	return st, data, nil
+}
+
+// listedFlat is the "hash" of a directory's stat cache entry: listed, nothing new in it, no
+// subdirectory.
+const listedFlat = "listed-flat"
+
+// treeKey returns the stat cache key of a snapshotted directory, and false when it is not a
+// directory now (checkFile deals with that).
+func (s *Snapshot) treeKey(dir string) (statKey, bool) {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return statKey{}, false
+	}
+	return keyOf(fi)
+}
+
+// recordDir keeps a directory's stat cache entry.
+func (s *Snapshot) recordDir(dir string, e statEntry) {
+	old, had := s.DirStat[dir]
+	if had && old.statKey == e.statKey && old.trusts(old.statKey) {
+		return
+	}
+	if s.DirStat == nil {
+		s.DirStat = map[string]statEntry{}
+	}
+	s.DirStat[dir] = e
+	s.statDirty = s.statDirty || e.trusts(e.statKey)
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-corral/git-corral/internal/casefs/casefstest"
 )
 
 // tinyRepo makes a repository with one commit and returns its top level.
@@ -237,4 +240,109 @@ func quarantined(changes []Change, path string) []byte {
 		}
 	}
 	return nil
+}
+
+// TestDirStatCache: the snapshot's hooks/ is not listed again while its stat is unchanged, yet
+// every way of making a new entry appear in it, or below a subdirectory of it, is found,
+// quarantined and reported.
+func TestDirStatCache(t *testing.T) {
+	plant := []byte("#!/bin/sh\ntouch /tmp/pwned\n")
+	cases := []struct {
+		name  string
+		setup func(hooks string) // before the snapshot
+		do    func(hooks string) error
+		added string
+	}{
+		{"new file", nil, func(h string) error { return os.WriteFile(filepath.Join(h, "pre-commit"), plant, 0o755) }, "pre-commit"},
+		{"sample renamed to its real name", nil, func(h string) error {
+			return os.Rename(filepath.Join(h, "pre-commit.sample"), filepath.Join(h, "pre-commit"))
+		}, "pre-commit"},
+		{"hard link from outside", nil, func(h string) error {
+			out := filepath.Join(filepath.Dir(filepath.Dir(h)), "outside")
+			os.WriteFile(out, plant, 0o755)
+			return os.Link(out, filepath.Join(h, "post-checkout"))
+		}, "post-checkout"},
+		{"new file in an existing subdirectory", func(h string) { os.Mkdir(filepath.Join(h, "sub"), 0o755) },
+			func(h string) error { return os.WriteFile(filepath.Join(h, "sub", "pre-push"), plant, 0o755) }, "sub/pre-push"},
+		{"new file in an inert subdirectory", func(h string) { os.Mkdir(filepath.Join(h, "x.sample"), 0o755) },
+			func(h string) error { return os.WriteFile(filepath.Join(h, "x.sample", "pre-push"), plant, 0o755) }, "x.sample/pre-push"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			top := tinyRepo(t)
+			hooks := filepath.Join(top, ".git", "hooks")
+			if c.setup != nil {
+				c.setup(hooks)
+			}
+			s := snapshotAt(t, top, 10*time.Second)
+			if c.setup == nil {
+				k, _ := s.treeKey(hooks)
+				if !s.DirStat[hooks].trusts(k) {
+					t.Fatal("the stat cache does not vouch for an unchanged hooks/: this test would prove nothing")
+				}
+			}
+			if err := c.do(hooks); err != nil {
+				t.Fatal(err)
+			}
+			changes, err := Verify(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := filepath.Join(hooks, filepath.FromSlash(c.added))
+			if !hasChange(changes, want, "added") {
+				t.Errorf("%s was not found: %+v", want, changes)
+			}
+			if _, err := os.Lstat(want); !os.IsNotExist(err) {
+				t.Errorf("%s is still there (%v)", want, err)
+			}
+		})
+	}
+}
+
+// TestStatCacheCaseVariants: on case-insensitive filesystems (case-folding ext4, the FUSE
+// loopback), with the stat cache vouching for config and hooks/ and no watcher running, a
+// same-size config rewrite with its mtime put back through another spelling, and hooks written
+// through other spellings, are all found by Verify alone.
+func TestStatCacheCaseVariants(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: mounts a case-folding ext4 image on a loop device and a FUSE filesystem")
+	}
+	t.Run("ext4", func(t *testing.T) { statCacheCaseVariantsOn(t, ext4Casefold(t)) })
+	t.Run("fuse", func(t *testing.T) { statCacheCaseVariantsOn(t, casefstest.Dir(t)) })
+}
+
+func statCacheCaseVariantsOn(t *testing.T, dir string) {
+	work := caseRepo(t, dir)
+	s := snapshotAt(t, work, 10*time.Second)
+	cfg, hooks := filepath.Join(work, ".git", "config"), filepath.Join(work, ".git", "hooks")
+	k, _ := s.treeKey(hooks)
+	if _, read, _ := s.statFile(cfg, s.Files[cfg]); read || !s.DirStat[hooks].trusts(k) {
+		t.Fatal("the stat cache does not vouch for config and hooks/: this test would prove nothing")
+	}
+	forge(t, filepath.Join(work, ".GIT", "CONFIG"), func(data []byte) error {
+		return os.WriteFile(filepath.Join(work, ".GIT", "CONFIG"), data, 0o644)
+	})
+	hooksWritten := map[string]string{".Git/Hooks/pre-commit": "pre-commit", ".git/hoo\u212As/post-checkout": "post-checkout"}
+	for spelling := range hooksWritten {
+		if err := os.WriteFile(filepath.Join(work, spelling), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatalf("%s: %v", spelling, err)
+		}
+	}
+	changes, err := Verify(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasChange(changes, cfg, "modified") {
+		t.Errorf("config rewritten as .GIT/CONFIG with its mtime put back was not found: %+v", changes)
+	}
+	for spelling, name := range hooksWritten {
+		// The file system keeps the spelling of the name as it was written.
+		found := false
+		for _, c := range changes {
+			found = found || (c.What == "added" && c.Restored && strings.EqualFold(filepath.Base(c.Path), name))
+		}
+		if !found {
+			t.Errorf("a hook written as %s was not found: %+v", spelling, changes)
+		}
+	}
 }

@@ -284,8 +284,18 @@ func writeExact(path string, data []byte, perm fs.FileMode) error {
 func (s *Snapshot) checkTree(dir string) []Change {
 	var changes []Change
 	var extra []string
+	at := now().UnixNano()
+	k, listable := s.treeKey(dir)
+	if listable && s.DirStat[dir].trusts(k) {
+		return nil
+	}
+	subdirs := false
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == dir || inert(path) {
+		if err != nil || path == dir {
+			return nil
+		}
+		subdirs = subdirs || d.IsDir() // even an inert one: what is added inside it is not
+		if inert(path) {
 			return nil
 		}
 		if _, known := s.Files[path]; !known {
@@ -296,6 +306,9 @@ func (s *Snapshot) checkTree(dir string) []Change {
 		}
 		return nil
 	})
+	if listable && len(extra) == 0 && !subdirs {
+		s.recordDir(dir, statEntry{statKey: k, Hash: listedFlat, At: at})
+	}
 	for _, p := range extra {
 		c := Change{Path: p, What: "added"}
 		q, err := s.quarantine(p)
