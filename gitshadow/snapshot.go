@@ -56,7 +56,12 @@ type pinState struct {
 // Snapshot is the host-side record of every host-executed git metadata file of a plan, with a
 // copy of each, taken when a session starts and kept outside the box's reach (in stateDir).
 type Snapshot struct {
-	Plan     *Plan  `json:"plan"`
+	// Plan is the plan the snapshot was taken of. The record keeps only its TopLevel (loading the
+	// whole plan cost as much as a check): after LoadSnapshot, Plan holds nothing else. TakeSnapshot
+	// writes the whole plan beside the record as plan.json, for people.
+	Plan *Plan `json:"-"`
+	// TopLevel is the work tree the checks scan for planted .git entries (Plan.TopLevel).
+	TopLevel string `json:"topLevel"`
 	StateDir string `json:"stateDir"`
 	// Files maps each snapshotted path to its state; absent paths are recorded too, so that a
 	// file appearing there is noticed.
@@ -97,8 +102,11 @@ func TakeSnapshot(ctx context.Context, plan *Plan, stateDir string) (*Snapshot, 
 			return nil, fmt.Errorf("snapshot git metadata: %w", err)
 		}
 	}
-	s := &Snapshot{Plan: plan, StateDir: stateDir, Files: map[string]fileState{},
+	s := &Snapshot{Plan: plan, TopLevel: plan.TopLevel, StateDir: stateDir, Files: map[string]fileState{},
 		Trees: map[string]bool{}, Pins: map[string]pinState{}, GitDirs: map[string]bool{}}
+	if err := writePlan(plan, stateDir); err != nil {
+		return nil, err
+	}
 	for _, g := range plan.GitDirs {
 		s.GitDirs[g.Path] = true
 	}
@@ -276,12 +284,40 @@ func LoadSnapshot(ctx context.Context, stateDir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load git metadata snapshot: %w", err)
 	}
-	s := &Snapshot{}
-	if err := json.Unmarshal(data, s); err != nil {
+	var rec struct {
+		*Snapshot
+		// Legacy is the whole plan a record written before topLevel kept.
+		Legacy *struct {
+			TopLevel string `json:"topLevel"`
+		} `json:"plan"`
+	}
+	rec.Snapshot = &Snapshot{}
+	if err := json.Unmarshal(data, &rec); err != nil {
 		return nil, fmt.Errorf("load git metadata snapshot %s: %w", stateDir, err)
 	}
+	s := rec.Snapshot
+	if s.TopLevel == "" && rec.Legacy != nil {
+		s.TopLevel = rec.Legacy.TopLevel
+	}
+	if s.TopLevel == "" {
+		return nil, fmt.Errorf("load git metadata snapshot %s: no top level recorded", stateDir)
+	}
+	s.Plan = &Plan{TopLevel: s.TopLevel}
 	s.StateDir = stateDir
 	return s, nil
+}
+
+// writePlan keeps the plan a snapshot is taken of beside it, for people: LoadSnapshot does not
+// read it.
+func writePlan(plan *Plan, stateDir string) error {
+	data, err := json.MarshalIndent(plan, "", "  ")
+	if err != nil {
+		return fmt.Errorf("snapshot git metadata: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, "plan.json"), data, 0o600); err != nil {
+		return fmt.Errorf("snapshot git metadata: %w", err)
+	}
+	return nil
 }
 
 // sortedKeys returns m's keys in order, parents before children.

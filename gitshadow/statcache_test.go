@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +345,29 @@ func statCacheCaseVariantsOn(t *testing.T, dir string) {
 		if !found {
 			t.Errorf("a hook written as %s was not found: %+v", spelling, changes)
 		}
+	}
+}
+
+// TestLoadSnapshotLegacyRecord: a record written before the snapshot kept only the plan's top
+// level (the whole plan under "plan") still loads, and one with no top level at all is refused
+// rather than checked without its work tree scan.
+func TestLoadSnapshotLegacyRecord(t *testing.T) {
+	top := tinyRepo(t)
+	s := snapshotAt(t, top, 0)
+	path := filepath.Join(s.StateDir, "snapshot.json")
+	data, _ := os.ReadFile(path)
+	field := `"topLevel":` + strconv.Quote(top)
+	if !bytes.Contains(data, []byte(field)) {
+		t.Fatalf("the record does not hold %s", field)
+	}
+	legacy := bytes.Replace(data, []byte(field), []byte(`"plan":{"topLevel":`+strconv.Quote(top)+`,"gitDirs":[]}`), 1)
+	os.WriteFile(path, legacy, 0o600)
+	loaded, err := LoadSnapshot(context.Background(), s.StateDir)
+	if err != nil || loaded.TopLevel != top || loaded.Plan.TopLevel != top {
+		t.Fatalf("legacy record: %v, top level %q", err, loaded.TopLevel)
+	}
+	os.WriteFile(path, bytes.Replace(data, []byte(field), []byte(`"x":1`), 1), 0o600)
+	if _, err := LoadSnapshot(context.Background(), s.StateDir); err == nil {
+		t.Error("a record without a top level loaded")
 	}
 }
