@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,6 +314,7 @@ func TestStatCacheCaseVariants(t *testing.T) {
 }
 
 func statCacheCaseVariantsOn(t *testing.T, dir string) {
+	noCollectionWhileServingFUSE(t)
 	work := caseRepo(t, dir)
 	s := snapshotAt(t, work, 10*time.Second)
 	cfg, hooks := filepath.Join(work, ".git", "config"), filepath.Join(work, ".git", "hooks")
@@ -370,4 +372,14 @@ func TestLoadSnapshotLegacyRecord(t *testing.T) {
 	if _, err := LoadSnapshot(context.Background(), s.StateDir); err == nil {
 		t.Error("a record without a top level loaded")
 	}
+}
+
+// noCollectionWhileServingFUSE turns the garbage collector off for a test that starts git with
+// its working directory on a FUSE mount served by this process (internal/casefs): Go starts a
+// program with vfork, the forking thread keeps its P until the child calls exec, so a child whose
+// chdir waits on the FUSE server while a collection waits to stop that thread deadlocks the
+// whole process (seen in package session's casefold test).
+func noCollectionWhileServingFUSE(t *testing.T) {
+	old := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
 }
