@@ -64,9 +64,14 @@ func benchRepo(b *testing.B, modules int) *project.Project {
 // BenchmarkBeginEnd times the host-side guard of one session on a warm box: Begin (verify
 // against the snapshot taken before boot, start the watcher, record the session base) and End
 // (stop the watcher, verify again), with nothing changed by the box. This is on the critical path
-// of every git corral run. Reproduce: see docs/BENCHMARKS.md ## vm.
+// of every git corral run. CORRAL_BENCH_SUBMODULES=N adds a repository with N submodules.
+// Reproduce: see docs/BENCHMARKS.md ## vm.
 func BenchmarkBeginEnd(b *testing.B) {
-	for _, modules := range []int{0, 100} {
+	sizes := []int{0, 100}
+	if n, err := strconv.Atoi(os.Getenv("CORRAL_BENCH_SUBMODULES")); err == nil && n > 0 {
+		sizes = append(sizes, n)
+	}
+	for _, modules := range sizes {
 		name := "tiny"
 		if modules > 0 {
 			name = "submodules-" + strconv.Itoa(modules)
@@ -83,15 +88,21 @@ func BenchmarkBeginEnd(b *testing.B) {
 				b.Fatal(err)
 			}
 			var seen changes // the watcher reports from its own goroutine
+			var begin, end time.Duration
 			for b.Loop() {
+				t0 := time.Now()
 				g, err := Begin(ctx, Options{Project: p, Home: h, Box: p.Box, Protect: true, OnChange: seen.add})
 				if err != nil {
 					b.Fatal(err)
 				}
+				t1 := time.Now()
 				if err := g.End(ctx, seen.add); err != nil {
 					b.Fatal(err)
 				}
+				begin, end = begin+t1.Sub(t0), end+time.Since(t1)
 			}
+			b.ReportMetric(float64(begin.Nanoseconds())/float64(b.N), "begin-ns/op")
+			b.ReportMetric(float64(end.Nanoseconds())/float64(b.N), "end-ns/op")
 			if n := seen.n(); n > 0 {
 				b.Fatalf("nothing changed, yet %d changes were reported, first %+v", n, seen.all[0])
 			}
