@@ -131,6 +131,7 @@ func TestCaseVariantsCasefold(t *testing.T) {
 
 // caseVariantsOn runs the spelling attacks in dir, which must be case-insensitive.
 func caseVariantsOn(t *testing.T, dir string) {
+	noCollectionWhileServingFUSE(t)
 	work := caseRepo(t, dir)
 	if _, err := os.Stat(filepath.Join(work, ".GIT", "CONFIG")); err != nil {
 		t.Fatalf("the directory is not case-insensitive: %v", err)

@@ -363,7 +363,7 @@ func quoteConfigValue(v string) string {
 // a known git dir is quarantined. Known git dirs are not descended into.
 func (s *Snapshot) scanWorkTree(ctx context.Context) []Change {
 	var changes []Change
-	top := s.Plan.TopLevel
+	top := s.TopLevel
 	filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || ctx.Err() != nil {
 			return nil

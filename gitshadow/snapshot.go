@@ -56,7 +56,12 @@ type pinState struct {
 // Snapshot is the host-side record of every host-executed git metadata file of a plan, with a
 // copy of each, taken when a session starts and kept outside the box's reach (in stateDir).
 type Snapshot struct {
-	Plan     *Plan  `json:"plan"`
+	// Plan is the plan the snapshot was taken of. The record keeps only its TopLevel (loading the
+	// whole plan cost as much as a check): after LoadSnapshot, Plan holds nothing else. TakeSnapshot
+	// writes the whole plan beside the record as plan.json, for people.
+	Plan *Plan `json:"-"`
+	// TopLevel is the work tree the checks scan for planted .git entries (Plan.TopLevel).
+	TopLevel string `json:"topLevel"`
 	StateDir string `json:"stateDir"`
 	// Files maps each snapshotted path to its state; absent paths are recorded too, so that a
 	// file appearing there is noticed.
@@ -71,9 +76,17 @@ type Snapshot struct {
 	GitDirs map[string]bool `json:"gitDirs"`
 	// Adopted are the git dirs the box added during a session (a subset of GitDirs).
 	Adopted map[string]bool `json:"adopted,omitempty"`
+	// Stat is the stat cache of the snapshotted regular files (see statcache.go).
+	Stat map[string]statEntry `json:"stat,omitempty"`
+	// DirStat is the stat cache of the snapshotted directories (trees) listed as holding nothing
+	// new and no subdirectory.
+	DirStat map[string]statEntry `json:"dirStat,omitempty"`
 
 	mu  sync.Mutex
 	seq int
+	// statDirty is set when Stat gained an entry a later check can trust: saving it then spares
+	// the next session from reading that file.
+	statDirty bool
 }
 
 // Snapshot hashes and copies every host-executed git metadata file of plan into stateDir
@@ -89,8 +102,11 @@ func TakeSnapshot(ctx context.Context, plan *Plan, stateDir string) (*Snapshot, 
 			return nil, fmt.Errorf("snapshot git metadata: %w", err)
 		}
 	}
-	s := &Snapshot{Plan: plan, StateDir: stateDir, Files: map[string]fileState{},
+	s := &Snapshot{Plan: plan, TopLevel: plan.TopLevel, StateDir: stateDir, Files: map[string]fileState{},
 		Trees: map[string]bool{}, Pins: map[string]pinState{}, GitDirs: map[string]bool{}}
+	if err := writePlan(plan, stateDir); err != nil {
+		return nil, err
+	}
 	for _, g := range plan.GitDirs {
 		s.GitDirs[g.Path] = true
 	}
@@ -142,16 +158,20 @@ func pinOf(path string) (pinState, bool) {
 	return pinState{Dev: uint64(st.Dev), Ino: st.Ino}, true
 }
 
-// recordTree records a directory and every entry below it.
+// recordTree records a directory and every entry below it, and the directory's stat cache
+// entry when it holds no subdirectory.
 func (s *Snapshot) recordTree(dir string) error {
 	if err := s.recordFile(dir); err != nil {
 		return err
 	}
-	n := 0
+	at := now().UnixNano()
+	k, listable := s.treeKey(dir)
+	n, subdirs := 0, false
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || path == dir {
 			return nil
 		}
+		subdirs = subdirs || d.IsDir()
 		if inert(path) {
 			return nil
 		}
@@ -160,6 +180,9 @@ func (s *Snapshot) recordTree(dir string) error {
 		}
 		return s.recordFile(path)
 	})
+	if err == nil && listable && !subdirs {
+		s.recordDir(dir, statEntry{statKey: k, Hash: listedFlat, At: at})
+	}
 	return err
 }
 
@@ -173,7 +196,7 @@ func inert(path string) bool {
 
 // recordFile records what is at path now, keeping a copy of a file's content.
 func (s *Snapshot) recordFile(path string) error {
-	st, data, err := readState(path)
+	st, data, err := s.readStateAt(path, now().UnixNano())
 	if err != nil {
 		return err
 	}
@@ -204,44 +227,55 @@ func (s *Snapshot) writeObject(hash string, data []byte) error {
 	return nil
 }
 
-// readState reads the state of path and, for a file, its content.
-func readState(path string) (st fileState, data []byte, err error) {
-	fi, err := os.Lstat(path)
+// readStateInfo reads the state of path and, for a file, its content; fi is what lstat said
+// before the content was read (nil when path is absent).
+func readStateInfo(path string) (st fileState, data []byte, fi fs.FileInfo, err error) {
+	fi, err = os.Lstat(path)
 	if err == nil {
 		defer func() { st.UID, st.GID = owner(fi) }()
 	}
 	switch {
 	case os.IsNotExist(err):
-		return fileState{Type: "absent"}, nil, nil
+		return fileState{Type: "absent"}, nil, nil, nil
 	case err != nil:
-		return fileState{}, nil, err
+		return fileState{}, nil, nil, err
 	case fi.IsDir():
-		return fileState{Type: "dir", Perm: fi.Mode().Perm()}, nil, nil
+		return fileState{Type: "dir", Perm: fi.Mode().Perm()}, nil, fi, nil
 	case fi.Mode()&fs.ModeSymlink != 0:
 		link, err := os.Readlink(path)
-		return fileState{Type: "symlink", Link: link}, nil, err
+		return fileState{Type: "symlink", Link: link}, nil, fi, err
 	case !fi.Mode().IsRegular():
-		return fileState{Type: "other"}, nil, nil
+		return fileState{Type: "other"}, nil, fi, nil
 	case fi.Size() > maxFileSize:
-		return fileState{}, nil, fmt.Errorf("%s: %d bytes, more than %d", path, fi.Size(), maxFileSize)
+		return fileState{}, nil, fi, fmt.Errorf("%s: %d bytes, more than %d", path, fi.Size(), maxFileSize)
 	}
 	data, err = os.ReadFile(path)
 	if err != nil {
-		return fileState{}, nil, err
+		return fileState{}, nil, fi, err
 	}
 	sum := sha256.Sum256(data)
-	return fileState{Type: "file", Perm: fi.Mode().Perm(), Hash: hex.EncodeToString(sum[:])}, data, nil
+	return fileState{Type: "file", Perm: fi.Mode().Perm(), Hash: hex.EncodeToString(sum[:])}, data, fi, nil
 }
 
 // save writes the snapshot record atomically, so a session that crashed can still be verified
 // with LoadSnapshot.
 func (s *Snapshot) save() error {
 	syscall.Sync() // the objects written since the last save
-	data, err := json.MarshalIndent(s, "", "  ")
+	return s.saveRecord()
+}
+
+// saveRecord writes the record without syncing objects first: for a record that refers to no
+// object it did not refer to when last saved (only the stat cache changed).
+func (s *Snapshot) saveRecord() error {
+	data, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(s.StateDir, "snapshot.json"), data, 0o600)
+	if err := atomicfile.Write(filepath.Join(s.StateDir, "snapshot.json"), data, 0o600); err != nil {
+		return err
+	}
+	s.statDirty = false
+	return nil
 }
 
 // LoadSnapshot reads the record a Snapshot saved in stateDir.
@@ -250,12 +284,40 @@ func LoadSnapshot(ctx context.Context, stateDir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load git metadata snapshot: %w", err)
 	}
-	s := &Snapshot{}
-	if err := json.Unmarshal(data, s); err != nil {
+	var rec struct {
+		*Snapshot
+		// Legacy is the whole plan a record written before topLevel kept.
+		Legacy *struct {
+			TopLevel string `json:"topLevel"`
+		} `json:"plan"`
+	}
+	rec.Snapshot = &Snapshot{}
+	if err := json.Unmarshal(data, &rec); err != nil {
 		return nil, fmt.Errorf("load git metadata snapshot %s: %w", stateDir, err)
 	}
+	s := rec.Snapshot
+	if s.TopLevel == "" && rec.Legacy != nil {
+		s.TopLevel = rec.Legacy.TopLevel
+	}
+	if s.TopLevel == "" {
+		return nil, fmt.Errorf("load git metadata snapshot %s: no top level recorded", stateDir)
+	}
+	s.Plan = &Plan{TopLevel: s.TopLevel}
 	s.StateDir = stateDir
 	return s, nil
+}
+
+// writePlan keeps the plan a snapshot is taken of beside it, for people: LoadSnapshot does not
+// read it.
+func writePlan(plan *Plan, stateDir string) error {
+	data, err := json.MarshalIndent(plan, "", "  ")
+	if err != nil {
+		return fmt.Errorf("snapshot git metadata: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, "plan.json"), data, 0o600); err != nil {
+		return fmt.Errorf("snapshot git metadata: %w", err)
+	}
+	return nil
 }
 
 // sortedKeys returns m's keys in order, parents before children.

@@ -60,10 +60,14 @@ func (s *Snapshot) check(ctx context.Context, full bool) ([]Change, error) {
 			return changes, err
 		}
 	}
-	if len(changes) > 0 {
+	switch {
+	case len(changes) > 0:
 		if err := s.save(); err != nil { // adopted git dirs must survive a crash too
 			return changes, fmt.Errorf("save git metadata snapshot: %w", err)
 		}
+	case s.statDirty:
+		// Only the stat cache learnt something; losing it costs the next session a read.
+		s.saveRecord()
 	}
 	var bad []string
 	for _, c := range changes {
@@ -152,7 +156,7 @@ func findByInode(dir string, pin pinState) string {
 // checkFile restores path when it differs from its record.
 func (s *Snapshot) checkFile(path string) (Change, bool) {
 	want := s.Files[path]
-	got, _, err := readState(path)
+	got, _, err := s.statFile(path, want)
 	if err == nil && sameState(got, want) {
 		return Change{}, false
 	}
@@ -280,8 +284,18 @@ func writeExact(path string, data []byte, perm fs.FileMode) error {
 func (s *Snapshot) checkTree(dir string) []Change {
 	var changes []Change
 	var extra []string
+	at := now().UnixNano()
+	k, listable := s.treeKey(dir)
+	if listable && s.DirStat[dir].trusts(k) {
+		return nil
+	}
+	subdirs := false
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == dir || inert(path) {
+		if err != nil || path == dir {
+			return nil
+		}
+		subdirs = subdirs || d.IsDir() // even an inert one: what is added inside it is not
+		if inert(path) {
 			return nil
 		}
 		if _, known := s.Files[path]; !known {
@@ -292,6 +306,9 @@ func (s *Snapshot) checkTree(dir string) []Change {
 		}
 		return nil
 	})
+	if listable && len(extra) == 0 && !subdirs {
+		s.recordDir(dir, statEntry{statKey: k, Hash: listedFlat, At: at})
+	}
 	for _, p := range extra {
 		c := Change{Path: p, What: "added"}
 		q, err := s.quarantine(p)

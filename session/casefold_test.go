@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +82,9 @@ func shadowRestores(t *testing.T, path string) []string {
 // git runs nothing planted.
 func TestSessionCatchesCaseVariantWrites(t *testing.T) {
 	ctx := context.Background()
-	p := repoIn(t, casefstest.Dir(t))
+	dir := casefstest.Dir(t)
+	noCollectionWhileServingFUSE(t)
+	p := repoIn(t, dir)
 	saved := gitshadow.WatchInterval
 	gitshadow.WatchInterval = time.Hour
 	t.Cleanup(func() { gitshadow.WatchInterval = saved })
@@ -148,6 +151,17 @@ func TestSessionCatchesCaseVariantWrites(t *testing.T) {
 		}
 	}
 	hostGitRunsNothing(t, p.TopLevel, canary)
+}
+
+// noCollectionWhileServingFUSE turns the garbage collector off for a test whose FUSE server
+// (internal/casefs) runs in this process while git is started with its working directory on the
+// mount (project.Find, the session base's git ls-files). Go starts a program with vfork: the
+// forking thread keeps its P until the child calls exec, so a child whose chdir waits on the
+// FUSE server while a collection waits to stop that thread deadlocks the whole process. This
+// test hung so in about one run of six, before the stat cache as after it.
+func noCollectionWhileServingFUSE(t *testing.T) {
+	old := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
 }
 
 // recorded reports whether an audit detail says path was restored.
