@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/git-corral/git-corral/diff"
 	"github.com/git-corral/git-corral/gitshadow"
@@ -55,6 +56,9 @@ type Guard struct {
 	done   chan error
 }
 
+// WatchDelay is how long a session runs before the watcher starts (see Begin).
+var WatchDelay = 250 * time.Millisecond
+
 // Begin verifies the box's snapshot (restoring what changed since), starts the watcher and
 // records the session base.
 func Begin(ctx context.Context, o Options) (*Guard, error) {
@@ -75,6 +79,16 @@ func Begin(ctx context.Context, o Options) (*Guard, error) {
 		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		g.cancel, g.done = cancel, make(chan error, 1)
 		go func() {
+			// A session shorter than WatchDelay is verified at its end only: an inotify
+			// instance costs the kernel 10-20 ms to tear down, which every short command
+			// (`git corral run -- make -n`) would pay. The watcher's first act is a full
+			// check, so nothing written before it starts goes unseen.
+			select {
+			case <-wctx.Done():
+				g.done <- nil
+				return
+			case <-time.After(WatchDelay):
+			}
 			g.done <- gitshadow.Watch(wctx, snap, o.OnChange)
 		}()
 	}

@@ -90,3 +90,59 @@ func TestGuardRestoresBetweenAndDuringSessions(t *testing.T) {
 		t.Error("the config change was not reported")
 	}
 }
+
+// TestWatcherRestoresWhileTheSessionRuns: a config change written just after Begin, before the
+// watcher has started (WatchDelay), is restored while the session still runs, without End; and
+// a session that ends before the watcher starts is still verified at End.
+func TestWatcherRestoresWhileTheSessionRuns(t *testing.T) {
+	ctx := context.Background()
+	p := gitRepo(t)
+	h := home.Home{Dir: filepath.Join(t.TempDir(), "corral")}
+	plan, err := gitshadow.Discover(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SnapshotBeforeBoot(ctx, h, p.Box, plan); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(p.GitDir, "config")
+	orig, _ := os.ReadFile(cfg)
+	plant := func() {
+		if err := os.WriteFile(cfg, append(append([]byte{}, orig...), "[core]\n\tfsmonitor = touch /tmp/pwned\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen changes
+	g, err := Begin(ctx, Options{Project: p, Home: h, Box: p.Box, Protect: true, OnChange: seen.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plant()
+	deadline := time.Now().Add(WatchDelay + 5*time.Second)
+	for {
+		got, _ := os.ReadFile(cfg)
+		if string(got) == string(orig) && seen.n() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the change made before the watcher started was not restored while the session ran")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := g.End(ctx, seen.add); err != nil {
+		t.Fatal(err)
+	}
+	// A session shorter than WatchDelay: End alone restores and reports.
+	g, err = Begin(ctx, Options{Project: p, Home: h, Box: p.Box, Protect: true, OnChange: seen.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plant()
+	before := seen.n()
+	if err := g.End(ctx, seen.add); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(cfg); string(got) != string(orig) || seen.n() == before {
+		t.Fatalf("a short session's change was not restored and reported at End:\n%s", got)
+	}
+}

@@ -60,8 +60,14 @@ func TestGuardReport(t *testing.T) {
 	p, _, _ := startMux(t, ep, time.Minute, pass, fail, garbled, missing)
 	held := dialMuxT(t, p)
 	for name, c := range map[string]*Client{"direct": direct, "through the holder": held} {
+		// The answer comes at once: the holder must pass the daemon's end on (sshd waits for
+		// the client's EOF before it closes the channel), not leave it to the read timeout.
+		start := time.Now()
 		if out, err := c.GuardReport(ctx, pass); err != nil || !out.Report.OK {
 			t.Errorf("%s: passing daemon: %+v, %v", name, out, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: the report took %s", name, d)
 		}
 		if _, err := c.GuardReport(ctx, fail); !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), "root-equivalent groups: disk") {
 			t.Errorf("%s: failing daemon: %v", name, err)

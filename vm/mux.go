@@ -308,10 +308,17 @@ func relay(up *ssh.Client, nc ssh.NewChannel) {
 		}
 		uch.Close() // the client went away: end the guest session as sshd would
 	}()
-	forwardRequests(ureqs, dch)
+	reqsDone := make(chan struct{})
+	go func() { forwardRequests(ureqs, dch); close(reqsDone) }()
+	// EOF once every byte of the box's output is written, as sshd sends it: a stream-local
+	// peer (the guard daemon) that closes its socket is waited for by sshd until the client's
+	// EOF, so the client must see this EOF before the box closes the channel.
 	out.Wait()
 	inFlight.Lock()
 	dch.CloseWrite()
+	inFlight.Unlock()
+	<-reqsDone
+	inFlight.Lock()
 	dch.Close()
 	inFlight.Unlock()
 	uch.Close()
