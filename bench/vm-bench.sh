@@ -3,9 +3,10 @@
 # product and limactl run as the unprivileged user $CORRAL_USER (limactl refuses root).
 #   1. box creation to ready: `git corral run --yes -- true` from no box, versus a raw
 #      `limactl start` of the very template git corral rendered (same image, same TCG override).
-#   2. on a warm box: `git corral run -- true` (guard check included: in-band, and separately as
-#      for a session with a forwarded variable) versus plain `ssh -F <instance>/ssh.config
-#      lima-<box> true` versus `limactl shell <box> true` (hyperfine).
+#   2. on a warm box: `git corral run -- true` (guard check included: the guard daemon; with a
+#      forwarded variable; and the in-band and separate session checks of older boxes) versus
+#      plain `ssh -F <instance>/ssh.config lima-<box> true` versus `limactl shell <box> true`
+#      (hyperfine).
 # Every box it starts is stopped and deleted on exit. Needs: scripts/setup.sh done, hyperfine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,7 +57,9 @@ U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/warm.json" \
   -n "ssh -F ssh.config true" "ssh -F $CFG lima-$BOX true" \
   -n "ssh -F ssh.config guard-check session" "ssh -F $CFG lima-$BOX /usr/local/libexec/corral/guard-check session" \
   -n "ssh -F ssh.config . session-check inband" "ssh -F $CFG lima-$BOX . /usr/local/libexec/corral/session-check inband" \
-  -n "git corral run -- true, separate guard check" "env CORRAL_BENCH_FORWARDED=1 $BASE/bin/git-corral -C $BASE/proj run --env CORRAL_BENCH_FORWARDED -- true" \
+  -n "git corral run --env VAR -- true" "env CORRAL_BENCH_FORWARDED=1 $BASE/bin/git-corral -C $BASE/proj run --env CORRAL_BENCH_FORWARDED -- true" \
+  -n "git corral run -- true, in-band session check" "env CORRAL_GUARD_CHECK=inband $BASE/bin/git-corral -C $BASE/proj run -- true" \
+  -n "git corral run -- true, separate session check" "env CORRAL_GUARD_CHECK=separate $BASE/bin/git-corral -C $BASE/proj run -- true" \
   -n "limactl shell true" "$LIMACTL shell --workdir / $BOX true" 2>&1 | grep -v '^ *$'
 python3 - "$BASE/home/warm.json" <<'PY'
 import json, sys
