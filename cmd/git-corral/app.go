@@ -36,6 +36,8 @@ type app struct {
 	dir string
 	// box is the box named with --box (empty: the box of the repository).
 	box string
+	// prefetch is the guard daemon's report asked early (cmd_connection.go), or nil.
+	prefetch *guardPrefetch
 }
 
 // exitError carries an exit code other than 1 (and, optionally, a hint) up to main.

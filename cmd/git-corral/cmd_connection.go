@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/trace"
 	"github.com/git-corral/git-corral/provision"
 	"github.com/git-corral/git-corral/vm"
 )
@@ -110,4 +111,58 @@ func (a *app) startHolder(h home.Home, box string) error {
 		return fmt.Errorf("start connection holder: %w", err)
 	}
 	return cmd.Process.Release()
+}
+
+// guardPrefetch is the guard daemon's report asked early, through the box's connection holder,
+// while the host still reads the configuration and renders the guest plan (prefetchGuard).
+type guardPrefetch struct {
+	box  string
+	done chan struct{}
+	c    *vm.Client // nil when no holder answered
+	err  error      // GuardReport's error, when c is set
+}
+
+// prefetchGuard dials box's connection holder and asks the guard daemon for its report in the
+// background, so that the report's round trip (two or three through an emulated sshd) overlaps
+// the host's own work before the session; session takes both when it runs in that box through
+// the holder, and otherwise dials and asks as usual. The report is only read, never acted on
+// here: nothing of a session goes into the box before session has seen it pass.
+func (a *app) prefetchGuard(ctx context.Context, box string) {
+	if a.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
+		return
+	}
+	if how := a.getenv("CORRAL_GUARD_CHECK"); how != "" && how != "daemon" {
+		return
+	}
+	h, err := home.Resolve(a.getenv)
+	if err != nil {
+		return
+	}
+	pf := &guardPrefetch{box: box, done: make(chan struct{})}
+	a.prefetch = pf
+	go func() {
+		defer close(pf.done)
+		done := trace.Step("prefetch guard report")
+		defer done()
+		c, err := vm.DialMux(ctx, muxPaths(h, box))
+		if err != nil {
+			return
+		}
+		_, pf.err = c.GuardReport(ctx, provision.GuardSocketPath)
+		pf.c = c
+	}()
+}
+
+// takePrefetch returns the prefetched holder connection and report for box, or nil.
+func (a *app) takePrefetch(box string) *guardPrefetch {
+	pf := a.prefetch
+	if pf == nil || pf.box != box {
+		return nil
+	}
+	a.prefetch = nil
+	<-pf.done
+	if pf.c == nil {
+		return nil
+	}
+	return pf
 }

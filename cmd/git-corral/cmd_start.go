@@ -123,6 +123,7 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 	if err != nil {
 		return nil, err
 	}
+	a.prefetchGuard(ctx, p.Box)
 	done = trace.Step("config")
 	cfg, err := a.config(ctx, p, f)
 	done()
@@ -243,11 +244,20 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 		return err
 	}
 	// A holder relays no channel the box opens, so agent forwarding needs a connection of its own.
-	done = trace.Step("dial")
-	c, err := a.dialBox(ctx, s.m.Home, s.box, ep, s.cfg.SSHAgent)
-	done()
-	if err != nil {
-		return withHint(err, "'git corral logs' shows what Lima said")
+	var c *vm.Client
+	var daemonErr *error // the guard daemon's report, when prefetched through the holder
+	if pf := a.takePrefetch(s.box); pf != nil && !s.cfg.SSHAgent {
+		c, daemonErr = pf.c, &pf.err
+	} else {
+		if pf != nil {
+			pf.c.Close()
+		}
+		done = trace.Step("dial")
+		c, err = a.dialBox(ctx, s.m.Home, s.box, ep, s.cfg.SSHAgent)
+		done()
+		if err != nil {
+			return withHint(err, "'git corral logs' shows what Lima said")
+		}
 	}
 	defer c.Close()
 	lg := a.auditLog(s.m.Home)
@@ -267,7 +277,7 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	guardDone := make(chan guardResult, 1)
 	go func() {
 		done := trace.Step("guard check")
-		inband, err := a.guardCheck(ctx, c, s, inbandOK)
+		inband, err := a.guardCheck(ctx, c, s, inbandOK, daemonErr)
 		done()
 		guardDone <- guardResult{inband, err}
 	}()
@@ -363,13 +373,18 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 // guardCheck runs the guest guard check the best way the box allows: the resident guard
 // daemon's report (vm.Client.GuardReport: no process starts in the guest, and the box user
 // cannot forge it); on a box without the daemon, in-band when inbandOK (it returns true and the
-// caller runs the command with the check before it), else in a session of its own.
-// CORRAL_GUARD_CHECK=daemon, inband or separate forces one way, for tests and diagnosis.
-func (a *app) guardCheck(ctx context.Context, c *vm.Client, s *boxSession, inbandOK bool) (inband bool, err error) {
+// caller runs the command with the check before it), else in a session of its own. daemonErr,
+// when set, is the daemon's answer already read on c. CORRAL_GUARD_CHECK=daemon, inband or
+// separate forces one way, for tests and diagnosis.
+func (a *app) guardCheck(ctx context.Context, c *vm.Client, s *boxSession, inbandOK bool, daemonErr *error) (inband bool, err error) {
 	how := a.getenv("CORRAL_GUARD_CHECK")
 	switch how {
 	case "", "daemon":
-		_, err := c.GuardReport(ctx, provision.GuardSocketPath)
+		if daemonErr != nil { // asked already, on this connection (prefetchGuard)
+			err = *daemonErr
+		} else {
+			_, err = c.GuardReport(ctx, provision.GuardSocketPath)
+		}
 		if !errors.Is(err, vm.ErrNoGuardDaemon) || how == "daemon" {
 			return false, err
 		}
