@@ -243,23 +243,6 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	if err != nil {
 		return err
 	}
-	// A holder relays no channel the box opens, so agent forwarding needs a connection of its own.
-	var c *vm.Client
-	var daemonErr *error // the guard daemon's report, when prefetched through the holder
-	if pf := a.takePrefetch(s.box); pf != nil && !s.cfg.SSHAgent {
-		c, daemonErr = pf.c, &pf.err
-	} else {
-		if pf != nil {
-			pf.c.Close()
-		}
-		done = trace.Step("dial")
-		c, err = a.dialBox(ctx, s.m.Home, s.box, ep, s.cfg.SSHAgent)
-		done()
-		if err != nil {
-			return withHint(err, "'git corral logs' shows what Lima said")
-		}
-	}
-	defer c.Close()
 	lg := a.auditLog(s.m.Home)
 	rec := audit.Record{Box: s.box, Project: s.dir, Network: string(s.cfg.Network), Profile: s.cfg.Profile}
 	tty := a.isTerminal(a.stdin) && a.isTerminal(a.stdout)
@@ -268,18 +251,38 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	done()
 	guarded := s.cfg.Network != policy.NetworkFull || len(s.bundle.Scripts) > 0
 	inbandOK := envErr == nil && guarded && !hostValues && !tty && !s.cfg.SSHAgent
-	// The guard check's round trip and the host's own work before the session (the snapshot
-	// and watch of git metadata) run side by side.
+	// The connection and the guard check's round trip run beside the host's own work before
+	// the session (the snapshot and watch of git metadata, the session base).
 	type guardResult struct {
-		inband bool
-		err    error
+		c       *vm.Client
+		inband  bool
+		dialErr error
+		err     error
 	}
 	guardDone := make(chan guardResult, 1)
 	go func() {
+		var r guardResult
+		var daemonErr *error // the guard daemon's report, when prefetched through the holder
+		// A holder relays no channel the box opens, so agent forwarding needs a connection
+		// of its own.
+		if pf := a.takePrefetch(s.box); pf != nil && !s.cfg.SSHAgent {
+			r.c, daemonErr = pf.c, &pf.err
+		} else {
+			if pf != nil {
+				pf.c.Close()
+			}
+			done := trace.Step("dial")
+			r.c, r.dialErr = a.dialBox(ctx, s.m.Home, s.box, ep, s.cfg.SSHAgent)
+			done()
+			if r.dialErr != nil {
+				guardDone <- r
+				return
+			}
+		}
 		done := trace.Step("guard check")
-		inband, err := a.guardCheck(ctx, c, s, inbandOK, daemonErr)
+		r.inband, r.err = a.guardCheck(ctx, r.c, s, inbandOK, daemonErr)
 		done()
-		guardDone <- guardResult{inband, err}
+		guardDone <- r
 	}()
 	// A clone-mode box mounts nothing of the host: no git metadata to guard, no host session base.
 	g := &session.Guard{}
@@ -300,6 +303,12 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	done = trace.Step("wait for guard check")
 	gr := <-guardDone
 	done()
+	if gr.dialErr != nil {
+		endGuard()
+		return withHint(gr.dialErr, "'git corral logs' shows what Lima said")
+	}
+	c := gr.c
+	defer c.Close()
 	if gr.err != nil {
 		endGuard()
 		return a.guardFailed(ctx, lg, rec, gr.err)
