@@ -14,7 +14,6 @@ import (
 
 	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/gitshadow"
-	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/casefs/casefstest"
 	"github.com/git-corral/git-corral/project"
 )
@@ -88,14 +87,7 @@ func TestSessionCatchesCaseVariantWrites(t *testing.T) {
 	saved := gitshadow.WatchInterval
 	gitshadow.WatchInterval = time.Hour
 	t.Cleanup(func() { gitshadow.WatchInterval = saved })
-	h := home.Home{Dir: filepath.Join(t.TempDir(), "corral")}
-	plan, err := gitshadow.Discover(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SnapshotBeforeBoot(ctx, h, p.Box, plan); err != nil {
-		t.Fatal(err)
-	}
+	h := snapshotBeforeBoot(t, p)
 	cfg := filepath.Join(p.GitDir, "config")
 	origCfg, _ := os.ReadFile(cfg)
 	var term lockedBuffer

@@ -33,6 +33,21 @@ func gitRepo(t *testing.T) *project.Project {
 	return p
 }
 
+// snapshotBeforeBoot takes p's git metadata snapshot, as before a box boots, under a fresh
+// CORRAL_HOME, and returns that home.
+func snapshotBeforeBoot(t *testing.T, p *project.Project) home.Home {
+	t.Helper()
+	h := home.Home{Dir: filepath.Join(t.TempDir(), "corral")}
+	plan, err := gitshadow.Discover(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SnapshotBeforeBoot(context.Background(), h, p.Box, plan); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 type changes struct {
 	mu  sync.Mutex
 	all []gitshadow.Change
@@ -46,14 +61,7 @@ func (c *changes) n() int                  { c.mu.Lock(); defer c.mu.Unlock(); r
 func TestGuardRestoresBetweenAndDuringSessions(t *testing.T) {
 	ctx := context.Background()
 	p := gitRepo(t)
-	h := home.Home{Dir: filepath.Join(t.TempDir(), "corral")}
-	plan, err := gitshadow.Discover(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SnapshotBeforeBoot(ctx, h, p.Box, plan); err != nil {
-		t.Fatal(err)
-	}
+	h := snapshotBeforeBoot(t, p)
 	hook := filepath.Join(p.GitDir, "hooks", "pre-commit")
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch /tmp/pwned\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -97,14 +105,7 @@ func TestGuardRestoresBetweenAndDuringSessions(t *testing.T) {
 func TestWatcherRestoresWhileTheSessionRuns(t *testing.T) {
 	ctx := context.Background()
 	p := gitRepo(t)
-	h := home.Home{Dir: filepath.Join(t.TempDir(), "corral")}
-	plan, err := gitshadow.Discover(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SnapshotBeforeBoot(ctx, h, p.Box, plan); err != nil {
-		t.Fatal(err)
-	}
+	h := snapshotBeforeBoot(t, p)
 	cfg := filepath.Join(p.GitDir, "config")
 	orig, _ := os.ReadFile(cfg)
 	plant := func() {
