@@ -59,10 +59,11 @@ type Bundle struct {
 	Scripts []Script
 }
 
-// GuardCheckArgv is the command vm runs over SSH, as the box user, before every session. It
-// prints a JSON GuardReport and exits 0 only when every guard holds. It needs no sudo: it checks
-// the boot's root-made attestation of root-only state and, live, everything the box user
-// could change (see guard-check.sh).
+// GuardCheckArgv is the session check as a command of its own, run over SSH as the box user
+// before a session on a box without the guard daemon (GuardSocketPath), when the in-band way
+// does not apply. It prints a JSON GuardReport and exits 0 only when every guard holds. It
+// needs no sudo: it checks the boot's root-made attestation of root-only state and, live,
+// everything the box user could change (see session-check.bash).
 func GuardCheckArgv() []string {
 	return []string{"/usr/local/libexec/corral/guard-check", "session"}
 }
