@@ -46,7 +46,24 @@ func selectRefs(all map[string]plumbing.Hash, fs *findings) map[plumbing.Referen
 }
 
 // transferRemote fetches every branch and tag of an https or ssh source into s, through f.
+//
+// go-git v5 fails an ssh fetch now and then with "closing input: EOF": the server has sent
+// everything and closed the channel before the client closes its side after "done"
+// (go-git/go-git#1685, fixed in v6 by ignoring that EOF, #1815). Nothing has been received
+// then, so the whole transfer is tried once more, on a new session.
 func transferRemote(ctx context.Context, src Source, s storer.Storer, f *os.File, l Limits, opts Options, fs *findings) (*wanted, error) {
+	w, err := transferAttempt(ctx, src, s, f, l, opts, fs)
+	if err != nil && strings.Contains(err.Error(), "closing input: EOF") {
+		w, err = transferAttempt(ctx, src, s, f, l, opts, fs)
+	}
+	return w, err
+}
+
+// transferAttempt is transferOnce; tests replace it to see what transferRemote retries.
+var transferAttempt = transferOnce
+
+// transferOnce is one attempt of transferRemote.
+func transferOnce(ctx context.Context, src Source, s storer.Storer, f *os.File, l Limits, opts Options, fs *findings) (*wanted, error) {
 	ep, err := transport.NewEndpoint(src.URL)
 	if err != nil {
 		return nil, fmt.Errorf("parse %q: %w", src.URL, err)

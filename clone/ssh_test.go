@@ -1,6 +1,7 @@
 package clone
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
 )
@@ -127,4 +129,38 @@ func writeKey(t *testing.T, path string) ssh.Signer {
 	s, err := ssh.NewSignerFromKey(priv)
 	must(t, err)
 	return s
+}
+
+// TestTransferRetriesClosingInputEOF: go-git's "closing input: EOF" (the server closed before
+// the client's side after "done"; nothing received yet) gets one more attempt; any other error,
+// or that one twice, is returned as it is.
+func TestTransferRetriesClosingInputEOF(t *testing.T) {
+	saved := transferAttempt
+	t.Cleanup(func() { transferAttempt = saved })
+	flaky := fmt.Errorf("fetch %q: closing input: EOF", "ssh://x/y")
+	for _, tc := range []struct {
+		name  string
+		errs  []error
+		calls int
+		ok    bool
+	}{
+		{"once, then fine", []error{flaky, nil}, 2, true},
+		{"twice", []error{flaky, flaky}, 2, false},
+		{"another error", []error{errors.New("fetch: unexpected EOF")}, 1, false},
+		{"fine", []error{nil}, 1, true},
+	} {
+		calls := 0
+		transferAttempt = func(context.Context, Source, storer.Storer, *os.File, Limits, Options, *findings) (*wanted, error) {
+			err := tc.errs[calls]
+			calls++
+			if err != nil {
+				return nil, err
+			}
+			return &wanted{}, nil
+		}
+		_, err := transferRemote(bg(), Source{URL: "ssh://x/y"}, nil, nil, Limits{}, Options{}, &findings{})
+		if calls != tc.calls || (err == nil) != tc.ok {
+			t.Errorf("%s: %d attempts, error %v; want %d attempts, ok %v", tc.name, calls, err, tc.calls, tc.ok)
+		}
+	}
 }
