@@ -140,7 +140,9 @@ func (s *Snapshot) neutralise(dir string, worktree bool) []Change {
 	}
 	for _, name := range []string{"config.worktree", "commondir"} {
 		p := filepath.Join(dir, name)
-		if _, err := os.Lstat(p); err != nil || (name == "commondir" && worktree && commondirIsParent(p)) {
+		if _, err := os.Lstat(p); err != nil || (name == "commondir" && worktree && (commondirIsParent(p) || emptyFile(p))) {
+			// An empty commondir is one git has opened and not yet written: adopt records it
+			// as pending, and the next check keeps "../.." or restores anything else away.
 			continue
 		}
 		q, err := s.quarantine(p)
@@ -218,6 +220,12 @@ func (s *Snapshot) lateWorktreeFile(path string, want fileState) (accept, pendin
 	return name == "gitdir" || commondirIsParent(path), false
 }
 
+// emptyFile reports whether path is an empty regular file (not following a symlink).
+func emptyFile(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
+}
+
 // commondirIsParent reports whether a worktree's commondir file says "../.." (what git writes).
 func commondirIsParent(path string) bool {
 	data, err := readSmall(path)
@@ -247,6 +255,13 @@ func (s *Snapshot) adopt(dir string, worktree bool, safeConfig []byte) {
 	s.recordConfig(filepath.Join(dir, "config"), safeConfig)
 	if worktree {
 		s.recordFile(filepath.Join(dir, "gitdir"))
+		// commondir and gitdir that git has opened but not yet written are recorded as
+		// absent: lateWorktreeFile then accepts what git writes into them.
+		for _, name := range []string{"commondir", "gitdir"} {
+			if p := filepath.Join(dir, name); emptyFile(p) {
+				s.Files[p] = fileState{Type: "absent"}
+			}
+		}
 	}
 	hooks := filepath.Join(dir, "hooks")
 	s.Trees[hooks] = true

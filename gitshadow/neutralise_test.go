@@ -316,3 +316,54 @@ func TestAddedGitDirsRemovedOrFinished(t *testing.T) {
 		t.Errorf("a commondir pointing outside the common dir was kept")
 	}
 }
+
+// TestWorktreeAdoptedWhileGitWritesIt: a linked worktree's git dir first seen with commondir
+// and gitdir opened but still empty (git writes them right after) is adopted with them pending:
+// what git then writes ("../..", the gitdir path) stays, and a commondir pointing elsewhere is
+// still restored away. CI once saw the box's own `git worktree add` fail when an empty
+// commondir was quarantined at adoption.
+func TestWorktreeAdoptedWhileGitWritesIt(t *testing.T) {
+	root := fixture(t)
+	work := filepath.Join(root, "work")
+	snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, commondir string
+		keep            bool
+	}{
+		{"early", "../..\n", true},
+		{"early-evil", "../../../elsewhere/.git\n", false},
+	} {
+		wt := filepath.Join(work, ".git/worktrees", tc.name)
+		os.MkdirAll(wt, 0o755)
+		os.WriteFile(filepath.Join(wt, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		for _, f := range []string{"commondir", "gitdir"} {
+			os.WriteFile(filepath.Join(wt, f), nil, 0o644)
+		}
+		if _, err := Verify(context.Background(), snap); err != nil {
+			t.Fatal(err)
+		}
+		if !snap.Adopted[wt] {
+			t.Skipf("this layout is not taken for a git dir yet (%s): nothing to check", wt)
+		}
+		for _, f := range []string{"commondir", "gitdir"} {
+			if _, err := os.Lstat(filepath.Join(wt, f)); err != nil {
+				t.Fatalf("%s: the empty %s was quarantined at adoption", tc.name, f)
+			}
+		}
+		os.WriteFile(filepath.Join(wt, "commondir"), []byte(tc.commondir), 0o644)
+		os.WriteFile(filepath.Join(wt, "gitdir"), []byte(filepath.Join(work, tc.name, ".git")+"\n"), 0o644)
+		if _, err := Verify(context.Background(), snap); err != nil && tc.keep {
+			t.Fatal(err)
+		}
+		_, err := os.Lstat(filepath.Join(wt, "commondir"))
+		if kept := err == nil; kept != tc.keep {
+			t.Errorf("%s: commondir %q kept %v, want %v", tc.name, tc.commondir, kept, tc.keep)
+		}
+		if _, err := os.Lstat(filepath.Join(wt, "gitdir")); err != nil {
+			t.Errorf("%s: the gitdir git wrote was removed", tc.name)
+		}
+	}
+}
