@@ -1,9 +1,7 @@
 package provision
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -19,11 +17,7 @@ const bootAll = `for s in /corral/[0-9]*.sh; do sh "$s" >/tmp/boot.log 2>&1 || {
 // that the repository's scripts ran as the box user, from the approved bytes, after the drop.
 func TestBootOffline(t *testing.T) {
 	needRoot(t)
-	ns := fmt.Sprintf("cpvboot%d", os.Getpid()%100000)
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	ns := testNetns(t, "cpvboot")
 	opts := privdropOptions()
 	opts.Repo = []RepoScript{
 		{Path: "scripts/who.sh", Body: []byte("#!/bin/sh\n{ id -un; pwd; sudo -n true 2>/dev/null && echo ROOT || echo NOROOT; } >/tmp/who.out\n")},
@@ -57,11 +51,7 @@ echo "GUARD=$(runuser -u corral -- `+guard+`)"
 // rule, so the mode on disk always matches the mode rendered.
 func TestBootFullUndoesLockdown(t *testing.T) {
 	needRoot(t)
-	ns := fmt.Sprintf("cpvfull%d", os.Getpid()%100000)
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	ns := testNetns(t, "cpvfull")
 	off := newGuestRoot(t, privdropOptions())
 	fullOpts := privdropOptions()
 	fullOpts.Network = policy.NetworkFull
@@ -98,11 +88,7 @@ echo "GUARD=$(/usr/local/libexec/corral/guard-check)"
 // one failed, so a repository script must refuse to run when the lockdown is not in place.
 func TestRepoScriptRefusesWithoutGuards(t *testing.T) {
 	needRoot(t)
-	ns := fmt.Sprintf("cpvnog%d", os.Getpid()%100000)
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	ns := testNetns(t, "cpvnog")
 	opts := privdropOptions()
 	opts.Repo = []RepoScript{{Path: "scripts/who.sh", Body: []byte("#!/bin/sh\necho RAN >/tmp/ran.out\n")}}
 	g := newGuestRoot(t, opts)

@@ -8,6 +8,7 @@ package provision
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,6 +113,18 @@ func (g *guestRoot) run(ns, cmd string) (string, string, int) {
 		g.t.Fatalf("run %v: %v", argv, err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// testNetns makes a network namespace named prefix plus this process's id, deleted when the
+// test ends.
+func testNetns(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	return ns
 }
 
 // lastJSON returns the last line of out that looks like a JSON object.

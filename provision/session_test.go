@@ -2,8 +2,6 @@ package provision
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -56,11 +54,7 @@ func checkDaemon(t *testing.T, out, errOut, want string) {
 // check, run as the box user without sudo, must refuse each and name it.
 func TestSessionCheckLocked(t *testing.T) {
 	needRoot(t)
-	ns := fmt.Sprintf("cpvsess%d", os.Getpid()%100000)
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	ns := testNetns(t, "cpvsess")
 	A := "/run/corral/attest"
 	cases := []struct{ name, mutate, want string }{
 		{"clean box", "", ""},
@@ -193,11 +187,7 @@ done`, ""},
 // functions).
 func TestSessionCheckInband(t *testing.T) {
 	needRoot(t)
-	ns := fmt.Sprintf("cpvinb%d", os.Getpid()%100000)
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	ns := testNetns(t, "cpvinb")
 	inband := `runuser -u corral -- bash -c 'set -u; out=kept; ` + InbandGuardPrefix() + ` && echo "RAN out=$out opts=$- fns=$(declare -F | grep -c __corral)"'`
 	cases := []struct{ name, mutate, want string }{
 		{"clean box", "", ""},
