@@ -57,7 +57,7 @@ func TestGuardReport(t *testing.T) {
 	ctx := context.Background()
 
 	direct := dialT(t, ep)
-	p, _, _ := startMux(t, ep, time.Minute, pass, fail, garbled, missing)
+	p, _, _ := startMux(t, ep, MuxOptions{Idle: time.Minute, Sockets: []string{pass, fail, garbled, missing}, WarmShell: true})
 	held := dialMuxT(t, p)
 	for name, c := range map[string]*Client{"direct": direct, "through the holder": held} {
 		// The answer comes at once: the holder must pass the daemon's end on (sshd waits for

@@ -92,12 +92,20 @@ func DialMux(ctx context.Context, p MuxPaths) (*Client, error) {
 	return c, nil
 }
 
+// MuxOptions configure a connection holder.
+type MuxOptions struct {
+	Idle time.Duration // end after this long without a client
+	// Sockets are the guest sockets stream-local channels (direct-streamlocal@openssh.com)
+	// may reach; no other is relayed.
+	Sockets []string
+	// WarmShell keeps one login shell started in the box, waiting for a command (warm.go).
+	WarmShell bool
+}
+
 // ServeMux holds up, the box connection, and relays every session a client opens on p.Socket()
 // onto it. It returns nil when another holder already serves the box, when no client has been
-// connected for idle, or when ctx ends; and an error when the box connection is lost.
-// Stream-local channels (direct-streamlocal@openssh.com) are relayed only to the guest
-// sockets named in sockets.
-func ServeMux(ctx context.Context, up *Client, p MuxPaths, idle time.Duration, sockets ...string) error {
+// connected for o.Idle, or when ctx ends; and an error when the box connection is lost.
+func ServeMux(ctx context.Context, up *Client, p MuxPaths, o MuxOptions) error {
 	if len(p.Socket()) > maxSocketPath {
 		return fmt.Errorf("serve box connection: socket path %s is too long", p.Socket())
 	}
@@ -126,9 +134,13 @@ func ServeMux(ctx context.Context, up *Client, p MuxPaths, idle time.Duration, s
 	}()
 	cfg := &ssh.ServerConfig{NoClientAuth: true}
 	cfg.AddHostKey(signer)
-	s := &muxServer{up: up, cfg: cfg, idle: idle, active: make(chan int, 1), sockets: map[string]bool{}}
-	for _, sock := range sockets {
+	s := &muxServer{up: up, cfg: cfg, idle: o.Idle, active: make(chan int, 1), sockets: map[string]bool{}}
+	for _, sock := range o.Sockets {
 		s.sockets[sock] = true
+	}
+	if o.WarmShell {
+		s.warm = &warmPool{up: up.ssh}
+		s.warm.fill()
 	}
 	s.active <- 0
 	return s.serve(ctx, ln)
@@ -176,6 +188,7 @@ type muxServer struct {
 	wg     sync.WaitGroup
 	// sockets are the guest sockets stream-local channels may reach.
 	sockets map[string]bool
+	warm    *warmPool // nil: no warm shell
 }
 
 func (s *muxServer) serve(ctx context.Context, ln net.Listener) error {
@@ -256,6 +269,10 @@ func (s *muxServer) client(c net.Conn) {
 			nc.Reject(ssh.Prohibited, "the connection holder relays session channels only")
 			continue
 		}
+		if nc.ChannelType() == "session" && s.warm != nil {
+			go s.relaySession(nc)
+			continue
+		}
 		go relay(s.up.ssh, nc)
 	}
 }
@@ -288,6 +305,22 @@ func relay(up *ssh.Client, nc ssh.NewChannel) {
 		uch.Close()
 		return
 	}
+	pipeChannel(uch, upRequests(ureqs), dch, dreqs)
+}
+
+// upRequests forwards the box side's channel requests (exit-status…) to the client side; the
+// returned channel is closed when the box side has no more.
+func upRequests(ureqs <-chan *ssh.Request) func(ssh.Channel) <-chan struct{} {
+	return func(dch ssh.Channel) <-chan struct{} {
+		done := make(chan struct{})
+		go func() { forwardRequests(ureqs, dch); close(done) }()
+		return done
+	}
+}
+
+// pipeChannel copies data, stderr and requests between the box side uch and the client side
+// dch until the box side closes. upReqs starts forwarding the box side's requests to dch.
+func pipeChannel(uch ssh.Channel, upReqs func(ssh.Channel) <-chan struct{}, dch ssh.Channel, dreqs <-chan *ssh.Request) {
 	var out sync.WaitGroup
 	out.Add(2)
 	go func() { io.Copy(uch, dch); uch.CloseWrite() }()
@@ -308,8 +341,7 @@ func relay(up *ssh.Client, nc ssh.NewChannel) {
 		}
 		uch.Close() // the client went away: end the guest session as sshd would
 	}()
-	reqsDone := make(chan struct{})
-	go func() { forwardRequests(ureqs, dch); close(reqsDone) }()
+	reqsDone := upReqs(dch)
 	// EOF once every byte of the box's output is written, as sshd sends it: a stream-local
 	// peer (the guard daemon) that closes its socket is waited for by sshd until the client's
 	// EOF, so the client must see this EOF before the box closes the channel.

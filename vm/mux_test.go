@@ -21,7 +21,7 @@ import (
 
 // startMux dials ep, serves a holder for it in a short temp dir and returns the holder's paths
 // and a channel with ServeMux's result.
-func startMux(t *testing.T, ep Endpoint, idle time.Duration, sockets ...string) (MuxPaths, *Client, <-chan error) {
+func startMux(t *testing.T, ep Endpoint, o MuxOptions) (MuxPaths, *Client, <-chan error) {
 	t.Helper()
 	up := dialT(t, ep)
 	dir, err := os.MkdirTemp("", "cmux")
@@ -33,7 +33,7 @@ func startMux(t *testing.T, ep Endpoint, idle time.Duration, sockets ...string) 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	done := make(chan error, 1)
-	go func() { done <- ServeMux(ctx, up, p, idle, sockets...) }()
+	go func() { done <- ServeMux(ctx, up, p, o) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(p.Socket()); err == nil {
 			break
@@ -57,9 +57,17 @@ func dialMuxT(t *testing.T, p MuxPaths) *Client {
 
 // TestMuxRelaysSessions: statuses, both output streams, stdin, environment values, timeouts and
 // concurrent sessions behave through the holder exactly as on a direct connection.
+// With a warm shell (warm.go), every session that starts with exec runs in the shell the holder
+// started before it.
 func TestMuxRelaysSessions(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warm=%v", warm), func(t *testing.T) { testMuxRelaysSessions(t, warm) })
+	}
+}
+
+func testMuxRelaysSessions(t *testing.T, warm bool) {
 	srv, ep := testBox(t, sshtest.Options{AcceptEnv: "*"})
-	p, _, _ := startMux(t, ep, time.Minute)
+	p, _, _ := startMux(t, ep, MuxOptions{Idle: time.Minute, WarmShell: warm})
 	c := dialMuxT(t, p)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -128,7 +136,7 @@ func TestMuxRelaysSessions(t *testing.T) {
 // another user that reaches the socket gets no SSH at all.
 func TestMuxRefusesOtherChannelsAndUsers(t *testing.T) {
 	_, ep := testBox(t, sshtest.Options{})
-	p, _, _ := startMux(t, ep, time.Minute)
+	p, _, _ := startMux(t, ep, MuxOptions{Idle: time.Minute, WarmShell: true})
 	c := dialMuxT(t, p)
 	if _, _, err := c.ssh.OpenChannel("direct-tcpip", nil); err == nil || !strings.Contains(err.Error(), "session channels only") {
 		t.Errorf("direct-tcpip through the holder: %v, want refused", err)
@@ -157,9 +165,9 @@ func TestMuxRefusesOtherChannelsAndUsers(t *testing.T) {
 // connection ends, and after the idle time with no client.
 func TestMuxLifecycle(t *testing.T) {
 	_, ep := testBox(t, sshtest.Options{})
-	p, up, done := startMux(t, ep, time.Minute)
+	p, up, done := startMux(t, ep, MuxOptions{Idle: time.Minute, WarmShell: true})
 	second := dialT(t, ep)
-	if err := ServeMux(context.Background(), second, p, time.Minute); err != nil {
+	if err := ServeMux(context.Background(), second, p, MuxOptions{Idle: time.Minute}); err != nil {
 		t.Errorf("a second holder for the same box: %v, want it to leave at once", err)
 	}
 	if _, code, err := dialMuxT(t, p).Output(context.Background(), []string{"true"}); code != 0 || err != nil {
@@ -181,7 +189,7 @@ func TestMuxLifecycle(t *testing.T) {
 		t.Errorf("DialMux with no holder: %v, want ErrNoMux", err)
 	}
 
-	p2, _, done2 := startMux(t, ep, 300*time.Millisecond)
+	p2, _, done2 := startMux(t, ep, MuxOptions{Idle: 300 * time.Millisecond, WarmShell: true})
 	c := dialMuxT(t, p2)
 	time.Sleep(600 * time.Millisecond)
 	select {

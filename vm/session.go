@@ -62,6 +62,10 @@ type SessionOptions struct {
 	// guest's exit status when it did not report; in both cases no byte of Stdin was read.
 	// Not with TTY.
 	InbandGuard string
+	// Gate, when set, holds the command in the guest until the gate is opened (gate.go): the
+	// session starts at once, the command runs only after Gate.Open, and Run returns
+	// ErrGateRefused after Gate.Refuse. Not with TTY, InbandGuard or AgentSocket.
+	Gate *Gate
 }
 
 // ExitStatus is returned as the error of a session whose guest command exited non-zero, so the
@@ -294,6 +298,15 @@ func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
 			opts.Stdin = gatedStdin{g: gate, r: opts.Stdin}
 		}
 	}
+	if opts.Gate != nil {
+		if opts.TTY || opts.InbandGuard != "" || opts.AgentSocket != "" {
+			return ExitSessionFailure, errors.New("run in box: a gated session has no terminal, in-band check or agent")
+		}
+		cmd = GatePrefix + cmd
+		opts.Stdin = &gateStdin{g: opts.Gate, r: opts.Stdin}
+		opts.Stdout = gateWriter{g: opts.Gate, w: opts.Stdout}
+		opts.Stderr = gateWriter{g: opts.Gate, w: opts.Stderr}
+	}
 	if err := checkEnv(opts.Env); err != nil {
 		return ExitSessionFailure, err
 	}
@@ -327,7 +340,7 @@ func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
-	code, err := c.wait(ctx, sess, done, opts.Timeout)
+	code, err := c.wait(ctx, sess, done, opts.Timeout, opts.Gate)
 	if gate != nil {
 		switch gerr := gate.finish(); {
 		case gerr == nil || (err != nil && !errors.As(err, new(ExitStatus))):
@@ -341,7 +354,27 @@ func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
 }
 
 // wait waits for the session to end, the timeout to elapse or ctx to be cancelled.
-func (c *Client) wait(ctx context.Context, sess *ssh.Session, done <-chan error, timeout time.Duration) (int, error) {
+func (c *Client) wait(ctx context.Context, sess *ssh.Session, done <-chan error, timeout time.Duration, gate *Gate) (int, error) {
+	if gate != nil { // the timeout counts from the go-ahead
+		select {
+		case err := <-done: // ended before the decision: the shell did not wait
+			gate.Refuse()
+			if _, err := c.exitCode(err); err != nil && !errors.As(err, new(ExitStatus)) {
+				return ExitSessionFailure, err
+			}
+			return ExitSessionFailure, fmt.Errorf("session in box at %s: the guest's shell ended before the command could be let run", c.addr)
+		case <-gate.done():
+		case <-ctx.Done():
+			gate.Refuse()
+		}
+		if !gate.wait() {
+			sess.Close()
+			if ctx.Err() != nil {
+				return ExitSessionFailure, fmt.Errorf("session in box at %s: %w", c.addr, ctx.Err())
+			}
+			return ExitSessionFailure, ErrGateRefused
+		}
+	}
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -484,7 +517,8 @@ func setenv(sess *ssh.Session, env map[string]string) error {
 }
 
 // remoteCommand builds the one command string sent to the guest: every argument quoted by
-// shellQuote, after "cd DIR &&" when dir is set; no argv runs the login shell.
+// shellQuote, after "cd DIR &&" when dir is set, with exec before a command that is not a
+// shell builtin; no argv runs the login shell.
 func remoteCommand(argv []string, dir string) (string, error) {
 	for i, a := range argv {
 		if strings.ContainsRune(a, 0) {
@@ -502,6 +536,12 @@ func remoteCommand(argv []string, dir string) (string, error) {
 		b.WriteString(`exec "$SHELL" -l`)
 		return b.String(), nil
 	}
+	if !shellBuiltins[argv[0]] {
+		// What bash -c does by itself for a lone command, and not after a gate or in-band
+		// check, or in a warm shell: the command replaces the session's shell, so signals
+		// reach it and its own exit status or signal is the session's.
+		b.WriteString("exec ")
+	}
 	for i, a := range argv {
 		if i > 0 {
 			b.WriteByte(' ')
@@ -509,6 +549,18 @@ func remoteCommand(argv []string, dir string) (string, error) {
 		b.WriteString(shellQuote(a))
 	}
 	return b.String(), nil
+}
+
+// shellBuiltins are bash's builtins (compgen -b), which exec cannot run.
+var shellBuiltins = map[string]bool{}
+
+func init() {
+	for _, b := range strings.Fields(". : [ alias bg bind break builtin caller cd command compgen complete compopt " +
+		"continue declare dirs disown echo enable eval exec exit export false fc fg getopts hash help history jobs " +
+		"kill let local logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source " +
+		"suspend test times trap true type typeset ulimit umask unalias unset wait") {
+		shellBuiltins[b] = true
+	}
 }
 
 // shellQuote quotes s as one word for a POSIX shell: inside single quotes nothing is special

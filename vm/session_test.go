@@ -249,7 +249,9 @@ func TestRemoteCommand(t *testing.T) {
 	}{
 		{nil, "", `exec "$SHELL" -l`, ""},
 		{nil, "/work/my repo", `cd '/work/my repo' && exec "$SHELL" -l`, ""},
-		{[]string{"git", "status"}, "/p'; id; '", `cd '/p'\''; id; '\''' && 'git' 'status'`, ""},
+		{[]string{"git", "status"}, "/p'; id; '", `cd '/p'\''; id; '\''' && exec 'git' 'status'`, ""},
+		{[]string{"true"}, "/p", `cd '/p' && 'true'`, ""},
+		{[]string{"/bin/true"}, "", `exec '/bin/true'`, ""},
 		{[]string{"ls"}, "relative/dir", "", "not an absolute path"},
 		{[]string{"ls"}, "/a\x00b", "", "not an absolute path"},
 		{[]string{"echo", "a\x00b"}, "", "", "argument 1 contains a NUL byte"},

@@ -57,7 +57,10 @@ func defineConnection(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		defer up.Close()
-		return vm.ServeMux(ctx, up, muxPaths(m.Home, box), *idle, provision.GuardSocketPath)
+		return vm.ServeMux(ctx, up, muxPaths(m.Home, box), vm.MuxOptions{
+			Idle: *idle, Sockets: []string{provision.GuardSocketPath},
+			WarmShell: a.getenv("CORRAL_NO_WARM_SHELL") != "1",
+		})
 	}
 }
 
@@ -116,10 +119,11 @@ func (a *app) startHolder(h home.Home, box string) error {
 // guardPrefetch is the guard daemon's report asked early, through the box's connection holder,
 // while the host still reads the configuration and renders the guest plan (prefetchGuard).
 type guardPrefetch struct {
-	box  string
-	done chan struct{}
-	c    *vm.Client // nil when no holder answered
-	err  error      // GuardReport's error, when c is set
+	box    string
+	dialed chan struct{} // closed once c is set, or the holder did not answer
+	done   chan struct{} // closed once err is set
+	c      *vm.Client    // nil when no holder answered
+	err    error         // GuardReport's error, when c is set
 }
 
 // prefetchGuard dials box's connection holder and asks the guard daemon for its report in the
@@ -138,29 +142,34 @@ func (a *app) prefetchGuard(ctx context.Context, box string) {
 	if err != nil {
 		return
 	}
-	pf := &guardPrefetch{box: box, done: make(chan struct{})}
+	pf := &guardPrefetch{box: box, dialed: make(chan struct{}), done: make(chan struct{})}
 	a.prefetch = pf
 	go func() {
 		defer close(pf.done)
-		done := trace.Step("prefetch guard report")
-		defer done()
+		done := trace.Step("prefetch: dial the holder")
 		c, err := vm.DialMux(ctx, muxPaths(h, box))
+		done()
 		if err != nil {
+			close(pf.dialed)
 			return
 		}
-		_, pf.err = c.GuardReport(ctx, provision.GuardSocketPath)
 		pf.c = c
+		close(pf.dialed)
+		done = trace.Step("prefetch: guard daemon's report")
+		_, pf.err = c.GuardReport(ctx, provision.GuardSocketPath)
+		done()
 	}()
 }
 
-// takePrefetch returns the prefetched holder connection and report for box, or nil.
+// takePrefetch returns the prefetched holder connection for box, or nil, as soon as it is
+// dialled; the daemon's report is in err once done is closed.
 func (a *app) takePrefetch(box string) *guardPrefetch {
 	pf := a.prefetch
 	if pf == nil || pf.box != box {
 		return nil
 	}
 	a.prefetch = nil
-	<-pf.done
+	<-pf.dialed
 	if pf.c == nil {
 		return nil
 	}

@@ -251,6 +251,24 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	done()
 	guarded := s.cfg.Network != policy.NetworkFull || len(s.bundle.Scripts) > 0
 	inbandOK := envErr == nil && guarded && !hostValues && !tty && !s.cfg.SSHAgent
+	opts := vm.SessionOptions{
+		Argv: argv, Dir: s.dir, Env: vars, TTY: tty, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Timeout: timeout,
+	}
+	// A session that carries nothing from the host but its command line (no host values, no
+	// terminal, no agent) is opened as soon as the connection is: its shell starts while the
+	// guard check and the host's own work run, and waits at a gate (vm.Gate) for the host's
+	// go-ahead, which comes only after both passed and the launch is audited. Refused, the
+	// shell reads EOF and the command never runs.
+	var gate *vm.Gate
+	type runResult struct {
+		code int
+		err  error
+	}
+	gated := make(chan runResult, 1)
+	if how := a.getenv("CORRAL_GUARD_CHECK"); envErr == nil && !hostValues && !tty && !s.cfg.SSHAgent && (how == "" || how == "daemon") {
+		gate = vm.NewGate()
+		defer gate.Refuse() // every return before Open
+	}
 	// The connection and the guard check's round trip run beside the host's own work before
 	// the session (the snapshot and watch of git metadata, the session base).
 	type guardResult struct {
@@ -263,10 +281,11 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	go func() {
 		var r guardResult
 		var daemonErr *error // the guard daemon's report, when prefetched through the holder
+		var report <-chan struct{}
 		// A holder relays no channel the box opens, so agent forwarding needs a connection
 		// of its own.
 		if pf := a.takePrefetch(s.box); pf != nil && !s.cfg.SSHAgent {
-			r.c, daemonErr = pf.c, &pf.err
+			r.c, daemonErr, report = pf.c, &pf.err, pf.done
 		} else {
 			if pf != nil {
 				pf.c.Close()
@@ -278,6 +297,19 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 				guardDone <- r
 				return
 			}
+		}
+		if gate != nil {
+			go func() {
+				done := trace.Step("gated session")
+				defer done()
+				o := opts
+				o.Gate = gate
+				code, err := r.c.Run(ctx, o)
+				gated <- runResult{code, err}
+			}()
+		}
+		if report != nil {
+			<-report
 		}
 		done := trace.Step("guard check")
 		r.inband, r.err = a.guardCheck(ctx, r.c, s, inbandOK, daemonErr)
@@ -309,6 +341,13 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 	}
 	c := gr.c
 	defer c.Close()
+	if gate != nil && (gr.err != nil || gr.inband) {
+		// Refused, or a box without the daemon whose check runs in-band: the gated session
+		// ends without running anything, before any other session starts.
+		gate.Refuse()
+		<-gated
+		gate = nil
+	}
 	if gr.err != nil {
 		endGuard()
 		return a.guardFailed(ctx, lg, rec, gr.err)
@@ -334,17 +373,24 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 		endGuard()
 		return withHint(fmt.Errorf("refusing to run unaudited: %w", err), "free space for $CORRAL_HOME/logs, then start again")
 	}
-	opts := vm.SessionOptions{
-		Argv: argv, Dir: s.dir, Env: vars, TTY: tty, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Timeout: timeout,
-		AgentSocket: agentSock,
-	}
+	opts.AgentSocket = agentSock
 	if inband {
 		opts.InbandGuard = provision.InbandGuardPrefix()
 	}
 	began := time.Now()
-	done = trace.Step("session")
-	code, runErr := c.Run(ctx, opts)
-	done()
+	var code int
+	var runErr error
+	if gate != nil {
+		done = trace.Step("session after the gate")
+		gate.Open()
+		r := <-gated
+		code, runErr = r.code, r.err
+		done()
+	} else {
+		done = trace.Step("session")
+		code, runErr = c.Run(ctx, opts)
+		done()
+	}
 	if inband && errors.Is(runErr, vm.ErrNoInbandReport) && code == provision.InbandNoCheckExit {
 		// A box rendered before the session check: nothing ran; check separately, then run.
 		if gerr := a.separateGuardCheck(ctx, c, s); gerr != nil {

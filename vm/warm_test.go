@@ -1,0 +1,107 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-corral/git-corral/internal/sshtest"
+)
+
+// warmPIDs lists the test user's warm shells waiting in the box (the real sshd's children).
+func warmPIDs(t *testing.T, user string) []int {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-u", user, "-f", "corral_cmd").Output()
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// waitWarm waits until n warm shells wait in the box.
+func waitWarm(t *testing.T, user string, n int) []int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if p := warmPIDs(t, user); len(p) >= n {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d warm shells after 10 s: %v", n, warmPIDs(t, user))
+		}
+	}
+}
+
+// TestMuxWarmShell: a session that starts with exec runs in a shell the holder started before
+// the session was asked for (its PID waited in the box beforehand), with the same command
+// line, stdin and status as a fresh session; sessions with environment values or a terminal
+// get fresh sessions; a warm shell that was killed while waiting is replaced, and the session
+// that would have taken it still runs.
+func TestMuxWarmShell(t *testing.T) {
+	srv, ep := testBox(t, sshtest.Options{AcceptEnv: "*"})
+	p, _, _ := startMux(t, ep, MuxOptions{Idle: time.Minute, WarmShell: true})
+	c := dialMuxT(t, p)
+	ctx := context.Background()
+
+	before := waitWarm(t, srv.User, warmShells)
+	out, code, err := c.Output(ctx, []string{"sh", "-c", `echo "$PPID"; printf '%s|' "$1"; cat`, "sh", "it's a \"word\"\nwith a newline"})
+	if err != nil || code != 0 {
+		t.Fatalf("warm session: exit %d, %v", code, err)
+	}
+	lines := strings.SplitN(string(out), "\n", 2)
+	ppid, _ := strconv.Atoi(lines[0])
+	// sh's parent is the session's shell: exec replaced the warm shell's bash with sh, so its
+	// parent is sshd's session process, which is the warm shell's parent too.
+	var parents []int
+	for _, pid := range before {
+		b, _ := exec.Command("ps", "-o", "ppid=", "-p", strconv.Itoa(pid)).Output()
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		parents = append(parents, n)
+	}
+	found := false
+	for _, n := range parents {
+		found = found || n == ppid
+	}
+	if !found {
+		t.Errorf("the session's command ran under sshd process %d, not under one of the warm shells' (%v): it did not take a warm shell", ppid, parents)
+	}
+	if lines[1] != "it's a \"word\"\nwith a newline|" {
+		t.Errorf("argument through the warm shell: %q", lines[1])
+	}
+
+	// Stdin starts right after the command: the first byte is the caller's.
+	in := []byte("\x00first\nsecond")
+	var stdout bytes.Buffer
+	if code, err := c.Run(ctx, SessionOptions{Argv: []string{"od", "-An", "-c"}, Stdin: bytes.NewReader(in), Stdout: &stdout}); code != 0 || err != nil ||
+		strings.Join(strings.Fields(stdout.String()), " ") != `\0 f i r s t \n s e c o n d` {
+		t.Errorf("stdin through a warm shell: exit %d (%v), od says %q", code, err, stdout.String())
+	}
+
+	// A session with environment values is not a warm one: its values are set by sshd.
+	waitWarm(t, srv.User, warmShells)
+	var envOut bytes.Buffer
+	if code, err := c.Run(ctx, SessionOptions{Argv: []string{"sh", "-c", `printf %s "$CORRAL_T"`}, Env: map[string]string{"CORRAL_T": "v"}, Stdout: &envOut}); code != 0 || envOut.String() != "v" {
+		t.Errorf("environment with a warm shell holder: exit %d (%v), got %q", code, err, envOut.String())
+	}
+	if n := len(warmPIDs(t, srv.User)); n != warmShells {
+		t.Errorf("a session with environment values took a warm shell: %d left, want %d", n, warmShells)
+	}
+
+	// Warm shells killed while they wait: the next sessions still run, and new ones come.
+	for _, pid := range waitWarm(t, srv.User, warmShells) {
+		exec.Command("kill", "-KILL", strconv.Itoa(pid)).Run()
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i := range 3 {
+		if out, code, err := c.Output(ctx, []string{"echo", "alive"}); code != 0 || err != nil || string(out) != "alive\n" {
+			t.Errorf("session %d after the warm shells were killed: %q exit %d (%v)", i, out, code, err)
+		}
+	}
+	waitWarm(t, srv.User, warmShells)
+}
