@@ -130,7 +130,7 @@ type guardPrefetch struct {
 // background, so that the report's round trip (two or three through an emulated sshd) overlaps
 // the host's own work before the session; session takes both when it runs in that box through
 // the holder, and otherwise dials and asks as usual. The report is only read, never acted on
-// here: nothing of a session goes into the box before session has seen it pass.
+// here: no session's command runs in the box before session has seen it pass.
 func (a *app) prefetchGuard(ctx context.Context, box string) {
 	if a.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
 		return

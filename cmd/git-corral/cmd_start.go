@@ -228,8 +228,10 @@ func (a *app) notice(msg string) {
 // session runs one session in the box: the guard check, the host-side guard, the environment,
 // the audit records, and the exit status passed through.
 //
-// The guard check (guardCheck) runs before anything of the session is sent: the resident
-// guard daemon's report, asked through the connection. Boxes rendered before the daemon have
+// The guard check (guardCheck) runs before the command does, and before any value from the
+// host or byte of stdin is sent: the resident guard daemon's report, asked through the
+// connection (a session with nothing from the host but its command line is opened meanwhile
+// and held at a vm.Gate). Boxes rendered before the daemon have
 // two other ways. In-band: the session check is sourced in the same session right before the
 // command, which runs only if it passed (provision.InbandGuardPrefix,
 // vm.SessionOptions.InbandGuard); no byte of stdin goes in before. Separately (CheckGuards, a
