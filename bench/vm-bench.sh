@@ -4,7 +4,8 @@
 #   1. box creation to ready: `git corral run --yes -- true` from no box, versus a raw
 #      `limactl start` of the very template git corral rendered (same image, same TCG override).
 #   2. on a warm box: `git corral run -- true` (guard check included: the guard daemon; with a
-#      forwarded variable; and the in-band and separate session checks of older boxes) versus
+#      forwarded variable; and the in-band and separate session checks of older boxes; and
+#      with a connection holder that keeps no warm shell, in a second group) versus
 #      plain `ssh -F <instance>/ssh.config lima-<box> true` versus `limactl shell <box> true`
 #      (hyperfine).
 # Every box it starts is stopped and deleted on exit. Needs: scripts/setup.sh done, hyperfine.
@@ -61,13 +62,27 @@ U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/warm.json" \
   -n "git corral run -- true, in-band session check" "env CORRAL_GUARD_CHECK=inband $BASE/bin/git-corral -C $BASE/proj run -- true" \
   -n "git corral run -- true, separate session check" "env CORRAL_GUARD_CHECK=separate $BASE/bin/git-corral -C $BASE/proj run -- true" \
   -n "limactl shell true" "$LIMACTL shell --workdir / $BOX true" 2>&1 | grep -v '^ *$'
-python3 - "$BASE/home/warm.json" <<'PY'
+# The same without warm shells: a holder started with CORRAL_NO_WARM_SHELL=1 (the one running
+# is ended first, by the PID of its command line), plain ssh again beside it.
+stop_holder() {
+  for pid in $(ps -eo pid=,args= | awk -v exe="$BASE/bin/git-corral" '$2 == exe && / connection serve/ {print $1}'); do
+    kill "$pid" 2>/dev/null || true
+  done
+  sleep 0.5
+}
+stop_holder
+U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/cold.json" \
+  -n "git corral run -- true, no warm shell" "env CORRAL_NO_WARM_SHELL=1 $BASE/bin/git-corral -C $BASE/proj run -- true" \
+  -n "ssh -F ssh.config true (beside no warm shell)" "ssh -F $CFG lima-$BOX true" 2>&1 | grep -v '^ *$'
+stop_holder
+python3 - "$BASE/home/warm.json" "$BASE/home/cold.json" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-m = {x["command"]: x["median"] for x in r}
-ssh = m["ssh -F ssh.config true"]
-for k, v in m.items():
-    print(f"RESULT warm median {k}: {v*1000:.0f} ms ({v/ssh:.2f}x plain ssh)")
+for f, base in ((sys.argv[1], "ssh -F ssh.config true"), (sys.argv[2], "ssh -F ssh.config true (beside no warm shell)")):
+    r = json.load(open(f))["results"]
+    m = {x["command"]: x["median"] for x in r}
+    ssh = m[base]
+    for k, v in m.items():
+        print(f"RESULT warm median {k}: {v*1000:.0f} ms ({v/ssh:.2f}x plain ssh)")
 PY
 
 # The mount: 200 small files written on the project mount (this box's mount type) vs guest /tmp.
