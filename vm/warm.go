@@ -194,22 +194,41 @@ func (w *warmShell) bind(dch ssh.Channel) bool {
 	return true
 }
 
-// relaySession relays a client's session channel, on the warm shell when the client's first
-// request is an exec it can run, else on a new session as relay does.
+// relaySession relays a client's session channel, on a warm shell when the client asks only
+// for environment values a warm shell can take and then an exec, else on a new session as
+// relay does.
 func (s *muxServer) relaySession(nc ssh.NewChannel) {
 	dch, dreqs, err := nc.Accept()
 	if err != nil {
 		return
 	}
-	first, ok := <-dreqs
-	if !ok {
+	var env []*ssh.Request // "env" requests already answered, in order
+	var exports strings.Builder
+	var first *ssh.Request
+	for first = range dreqs {
+		if first.Type != "env" {
+			break
+		}
+		var kv struct{ Name, Value string }
+		if ssh.Unmarshal(first.Payload, &kv) != nil || !warmEnvName(kv.Name) || strings.ContainsRune(kv.Value, 0) {
+			break
+		}
+		env = append(env, first)
+		// Quoted as every argument is (shellQuote): inside single quotes nothing is special.
+		exports.WriteString("export " + kv.Name + "=" + shellQuote(kv.Value) + "; ")
+		if first.WantReply {
+			first.Reply(true, nil)
+		}
+		first = nil
+	}
+	if first == nil {
 		dch.Close()
 		return
 	}
 	var m struct{ Command string }
 	if first.Type == "exec" && ssh.Unmarshal(first.Payload, &m) == nil && !strings.ContainsRune(m.Command, 0) {
 		if w := s.warm.take(dch); w != nil {
-			if _, err := w.ch.Write([]byte(m.Command + "\x00")); err == nil {
+			if _, err := w.ch.Write([]byte(exports.String() + m.Command + "\x00")); err == nil {
 				if first.WantReply {
 					first.Reply(true, nil)
 				}
@@ -234,9 +253,37 @@ func (s *muxServer) relaySession(nc ssh.NewChannel) {
 		dch.Close()
 		return
 	}
-	ok, err = uch.SendRequest(first.Type, first.WantReply, first.Payload)
+	// The values answered already go to the new session first; one the box refuses now
+	// ends the session rather than run it without the value.
+	for _, r := range env {
+		if ok, err := uch.SendRequest(r.Type, true, r.Payload); !ok || err != nil {
+			if first.WantReply {
+				first.Reply(false, nil)
+			}
+			uch.Close()
+			dch.Close()
+			return
+		}
+	}
+	ok, err := uch.SendRequest(first.Type, first.WantReply, first.Payload)
 	if first.WantReply {
 		first.Reply(ok && err == nil, nil)
 	}
 	pipeChannel(uch, upRequests(ureqs), dch, dreqs)
+}
+
+// warmEnvName reports whether a variable can be set in a warm shell with export, to the same
+// effect for the command as sshd setting it before the shell starts: a plain name that is not
+// one of bash's own (readonly, or read at startup or while parsing, such as BASH_ENV or IFS).
+func warmEnvName(name string) bool {
+	if !envName.MatchString(name) || strings.HasPrefix(name, "BASH") || strings.HasPrefix(name, "corral_") {
+		return false
+	}
+	switch name {
+	case "ENV", "IFS", "PS4", "SHELLOPTS", "UID", "EUID", "PPID", "GROUPS", "HOSTNAME", "HOSTTYPE",
+		"OSTYPE", "MACHTYPE", "SHLVL", "PWD", "OLDPWD", "LINENO", "RANDOM", "SECONDS", "POSIXLY_CORRECT",
+		"SHELL", "HOME", "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "_":
+		return false
+	}
+	return true
 }

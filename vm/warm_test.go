@@ -40,8 +40,8 @@ func waitWarm(t *testing.T, user string, n int) []int {
 
 // TestMuxWarmShell: a session that starts with exec runs in a shell the holder started before
 // the session was asked for (its PID waited in the box beforehand), with the same command
-// line, stdin and status as a fresh session; sessions with environment values or a terminal
-// get fresh sessions; a warm shell that was killed while waiting is replaced, and the session
+// line, stdin and status as a fresh session; environment values reach the command either way;
+// a warm shell that was killed while waiting is replaced, and the session
 // that would have taken it still runs.
 func TestMuxWarmShell(t *testing.T) {
 	srv, ep := testBox(t, sshtest.Options{AcceptEnv: "*"})
@@ -83,14 +83,33 @@ func TestMuxWarmShell(t *testing.T) {
 		t.Errorf("stdin through a warm shell: exit %d (%v), od says %q", code, err, stdout.String())
 	}
 
-	// A session with environment values is not a warm one: its values are set by sshd.
-	waitWarm(t, srv.User, warmShells)
-	var envOut bytes.Buffer
-	if code, err := c.Run(ctx, SessionOptions{Argv: []string{"sh", "-c", `printf %s "$CORRAL_T"`}, Env: map[string]string{"CORRAL_T": "v"}, Stdout: &envOut}); code != 0 || envOut.String() != "v" {
-		t.Errorf("environment with a warm shell holder: exit %d (%v), got %q", code, err, envOut.String())
-	}
-	if n := len(warmPIDs(t, srv.User)); n != warmShells {
-		t.Errorf("a session with environment values took a warm shell: %d left, want %d", n, warmShells)
+	// Environment values: a plain name is exported in the warm shell, its value quoted; a name
+	// that sshd, the login or bash itself may read (TERM, BASH_*, …) gets a fresh session, where
+	// sshd sets it before the shell starts.
+	value := "it's \"$(id)\" `x` \\ $HOME\nline two"
+	for _, tc := range []struct {
+		name string
+		warm bool
+	}{{"CORRAL_T", true}, {"TERM", false}, {"BASH_T", false}} {
+		before := waitWarm(t, srv.User, warmShells)
+		var envOut bytes.Buffer
+		code, err := c.Run(ctx, SessionOptions{Argv: []string{"sh", "-c", `printf %s "$` + tc.name + `"`}, Env: map[string]string{tc.name: value}, Stdout: &envOut})
+		if code != 0 || envOut.String() != value {
+			t.Errorf("%s through the holder: exit %d (%v), got %q, want %q", tc.name, code, err, envOut.String(), value)
+		}
+		// A warm shell that was taken has ended (its command did); the refill is a new PID.
+		taken := 0
+		for _, pid := range before {
+			if exec.Command("kill", "-0", strconv.Itoa(pid)).Run() != nil {
+				taken++
+			}
+		}
+		if tc.warm && taken != 1 {
+			t.Errorf("a session with %s took %d warm shells, want 1", tc.name, taken)
+		}
+		if !tc.warm && taken != 0 {
+			t.Errorf("a session with %s took %d warm shells, want a fresh session", tc.name, taken)
+		}
 	}
 
 	// Warm shells killed while they wait: the next sessions still run, and new ones come.
