@@ -6,6 +6,8 @@ package provision
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/git-corral/git-corral/policy"
 )
@@ -112,4 +114,45 @@ const InbandNoCheckExit = 97
 // command runs only in a box that passed. Without a session check it exits InbandNoCheckExit.
 func InbandGuardPrefix() string {
 	return fmt.Sprintf("[ -r %s ] || exit %d; . %s inband", SessionCheckPath, InbandNoCheckExit, SessionCheckPath)
+}
+
+// ProductScripts names each of the bundle's own guest scripts (not the git shadow's, not the
+// repository's) with a short hash of its mode and body. A box records them at creation; a
+// configuration that renders others later (git_tokens or packages added, another git corral)
+// does not reach that box until it is made again, which the caller says (ScriptsDrift).
+func (b Bundle) ProductScripts() map[string]string {
+	m := map[string]string{}
+	for _, s := range b.Scripts {
+		if s.Name == GitShadowScriptName || strings.HasPrefix(s.Name, RepoScriptPrefix) {
+			continue
+		}
+		m[s.Name] = sha256Hex(string(s.Mode) + "\x00" + s.Body)[:16]
+	}
+	return m
+}
+
+// ScriptsDrift lists how the product scripts now differ from those a box recorded: "+NAME" for
+// one the box lacks, "-NAME" for one it has and the configuration no longer renders, "~NAME"
+// for one whose body changed; sorted by name. Nil recorded (a box made before they were
+// recorded) has no drift to tell.
+func ScriptsDrift(recorded, now map[string]string) []string {
+	if recorded == nil {
+		return nil
+	}
+	var d []string
+	for n, h := range now {
+		switch r, ok := recorded[n]; {
+		case !ok:
+			d = append(d, "+"+n)
+		case r != h:
+			d = append(d, "~"+n)
+		}
+	}
+	for n := range recorded {
+		if _, ok := now[n]; !ok {
+			d = append(d, "-"+n)
+		}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i][1:] < d[j][1:] })
+	return d
 }

@@ -191,3 +191,42 @@ func TestSudoTailMatchesSudoers(t *testing.T) {
 		t.Errorf("sudoers has %d fixed commands, want 4 after a deny-all rule:\n%s", n, d.Sudoers)
 	}
 }
+
+// TestScriptsDrift: the same configuration renders the same product scripts (no drift on every
+// session); git_tokens or packages added, or another package list, are named; the git shadow's
+// script and the repository's do not count (they are planned and approved per session).
+func TestScriptsDrift(t *testing.T) {
+	render := func(f func(*Options)) map[string]string {
+		t.Helper()
+		o := testOptions(policy.NetworkBroker)
+		o.GitShadowScript = "#!/bin/sh\necho shadow\n"
+		f(&o)
+		b, err := Render(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.ProductScripts()
+	}
+	base := render(func(*Options) {})
+	for _, tc := range []struct {
+		name string
+		f    func(*Options)
+		want string
+	}{
+		{"same configuration", func(*Options) {}, ""},
+		{"another git shadow and repository script", func(o *Options) {
+			o.GitShadowScript = "#!/bin/sh\necho other\n"
+			o.Repo = o.Repo[:1]
+		}, ""},
+		{"git_tokens added", func(o *Options) { o.GitCredentialHelper = true }, "+15-git-credential.sh"},
+		{"packages removed", func(o *Options) { o.Packages = nil }, "-25-packages.sh"},
+		{"another package", func(o *Options) { o.Packages = append(o.Packages, "make") }, "~25-packages.sh"},
+	} {
+		if got := strings.Join(ScriptsDrift(base, render(tc.f)), " "); got != tc.want {
+			t.Errorf("%s: drift %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if d := ScriptsDrift(nil, base); d != nil {
+		t.Errorf("a box without recorded scripts: drift %q, want none", d)
+	}
+}

@@ -171,6 +171,9 @@ type Meta struct {
 	NoProjectMount bool `json:"noProjectMount,omitempty"`
 	// Golden is the key of the golden base the box's disk is an overlay of; "" from scratch.
 	Golden string `json:"golden,omitempty"`
+	// GuestScripts are the product's guest scripts rendered into the box at creation
+	// (provision.Bundle.ProductScripts); nil for a box made before they were recorded.
+	GuestScripts map[string]string `json:"guestScripts,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.

@@ -164,6 +164,12 @@ func (a *app) ensureBox(ctx context.Context, cmd string, f boxFlags) (*boxSessio
 		return nil, err
 	}
 	s.bundle, s.plan = g.bundle, g.plan
+	if d := provision.ScriptsDrift(meta.GuestScripts, s.bundle.ProductScripts()); len(d) > 0 {
+		// git_tokens or packages added after creation, or another git corral: what the box
+		// runs at boot is what it was made with.
+		a.notice(fmt.Sprintf("box %s was made with other guest scripts than the configuration renders now (%s): "+
+			"they take effect in a new box: 'git corral delete --yes', then start again", p.Box, strings.Join(d, ", ")))
+	}
 	done = trace.Step("inspect")
 	st, err := m.Inspect(p.Box)
 	done()
