@@ -124,3 +124,27 @@ func assertNothingLeft(t *testing.T, store string) {
 		t.Errorf("left behind in %s: %s", filepath.Dir(store), e.Name())
 	}
 }
+
+// TestFetchWarnsOnce: a .gitmodules url without integrity protection (git://) is a warning,
+// and the same .gitmodules blob reached from two branches and several commits is one warning.
+func TestFetchWarnsOnce(t *testing.T) {
+	root := hermetic(t)
+	work := filepath.Join(root, "work")
+	makeRepo(t, work, map[string]string{"README": "hello\n",
+		".gitmodules": "[submodule \"lib\"]\n\tpath = lib\n\turl = git://example.invalid/lib.git\n"})
+	git(t, work, "branch", "feature")
+	writeFiles(t, work, map[string]string{"README": "again\n"})
+	git(t, work, "commit", "-qam", "second")
+	store := filepath.Join(root, "home", ".corral", "clones", "warn.git")
+	res, err := Fetch(bg(), work, store, Options{})
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	var got []string
+	for _, w := range res.Warnings {
+		got = append(got, w.String())
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "no integrity protection") {
+		t.Errorf("warnings %q, want the git:// url once", got)
+	}
+}

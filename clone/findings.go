@@ -3,6 +3,7 @@ package clone
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/git-corral/git-corral/internal/visible"
@@ -96,8 +97,10 @@ func (fs *findings) refuse(f Finding) {
 	}
 }
 
+// warn records f once: the same .gitmodules blob reached from several commits or trees is
+// one warning.
 func (fs *findings) warn(f Finding) {
-	if len(fs.warnings) < maxFindings {
+	if len(fs.warnings) < maxFindings && !slices.Contains(fs.warnings, f) {
 		fs.warnings = append(fs.warnings, f)
 	}
 }
