@@ -23,6 +23,7 @@ package vm
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ type warmPool struct {
 	up     *ssh.Client
 	mu     sync.Mutex
 	queue  []*warmStart // oldest first
-	failed bool         // the box refused a warm shell: do not ask again
+	failed bool         // the box refused a warm shell's exec: do not ask again
 }
 
 // warmShells is how many warm shells a holder keeps. Two, so that commands run back to back
@@ -73,7 +74,7 @@ func (p *warmPool) start() {
 	p.queue = append(p.queue, ws)
 	go func() {
 		w, err := startWarmShell(p.up)
-		if err != nil {
+		if errors.Is(err, errExecRefused) {
 			p.mu.Lock()
 			p.failed = true
 			p.mu.Unlock()
@@ -81,6 +82,26 @@ func (p *warmPool) start() {
 		ws.w = w
 		close(ws.done)
 	}()
+}
+
+// disable ends every warm shell and starts no more, freeing their sessions on the box
+// connection (sshd allows MaxSessions per connection: 10 unless the box's sshd says
+// otherwise, and boxes made before git corral raised it keep 10). It reports whether there
+// was a warm shell to end.
+func (p *warmPool) disable() bool {
+	p.mu.Lock()
+	q := p.queue
+	p.queue, p.failed = nil, true
+	p.mu.Unlock()
+	for _, ws := range q {
+		go func() {
+			<-ws.done
+			if ws.w != nil {
+				ws.w.ch.Close()
+			}
+		}()
+	}
+	return len(q) > 0
 }
 
 // take binds the warm shell to the client channel dch and returns it, or nil when there is
@@ -246,11 +267,17 @@ func (s *muxServer) relaySession(nc ssh.NewChannel) {
 		}
 	}
 	uch, ureqs, err := s.up.ssh.OpenChannel("session", nc.ExtraData())
-	if err != nil {
-		if first.WantReply {
-			first.Reply(false, nil)
+	var refused *ssh.OpenChannelError
+	if errors.As(err, &refused) && s.warm.disable() {
+		// The box's sshd has no session left for it: the warm shells give theirs up (the box
+		// takes a moment to see them closed), and this holder keeps none from now on.
+		for try := 0; err != nil && try < 40; try++ {
+			time.Sleep(25 * time.Millisecond)
+			uch, ureqs, err = s.up.ssh.OpenChannel("session", nc.ExtraData())
 		}
-		dch.Close()
+	}
+	if err != nil {
+		refuseSession(dch, first, dreqs, err)
 		return
 	}
 	// The values answered already go to the new session first; one the box refuses now
@@ -286,4 +313,21 @@ func warmEnvName(name string) bool {
 		return false
 	}
 	return true
+}
+
+// refuseSession ends a client session the box would not open after the holder accepted it:
+// the client's requests are answered until it starts its command, which then fails with the
+// box's reason on stderr and exit status 255, as a session that could not start.
+func refuseSession(dch ssh.Channel, first *ssh.Request, dreqs <-chan *ssh.Request, err error) {
+	defer dch.Close()
+	for r := first; r != nil; r = <-dreqs {
+		if r.WantReply {
+			r.Reply(true, nil)
+		}
+		if r.Type == "exec" || r.Type == "shell" || r.Type == "subsystem" {
+			fmt.Fprintf(dch.Stderr(), "corral: the box refused a new session on the connection holder's connection: %v\n", err)
+			dch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{ExitSessionFailure}))
+			return
+		}
+	}
 }

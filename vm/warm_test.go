@@ -3,6 +3,7 @@ package vm
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -123,4 +124,39 @@ func TestMuxWarmShell(t *testing.T) {
 		}
 	}
 	waitWarm(t, srv.User, warmShells)
+}
+
+// TestMuxWarmShellSessionLimit: on a box whose sshd allows few sessions per connection (10 by
+// default; boxes made before git corral raised it), a session that finds none left because
+// warm shells hold them still runs: the holder ends its warm shells and keeps none.
+func TestMuxWarmShellSessionLimit(t *testing.T) {
+	srv, ep := testBox(t, sshtest.Options{AcceptEnv: "*", MaxSessions: 3})
+	p, _, _ := startMux(t, ep, MuxOptions{Idle: time.Minute, WarmShell: true})
+	c := dialMuxT(t, p)
+	waitWarm(t, srv.User, warmShells)
+	// TERM makes each a fresh session: with two warm shells waiting, the second finds sshd's
+	// three sessions taken.
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			var out bytes.Buffer
+			code, err := c.Run(context.Background(), SessionOptions{Argv: []string{"sh", "-c", "sleep 1; echo $0", strconv.Itoa(i)}, Env: map[string]string{"TERM": "dumb"}, Stdout: &out})
+			if err == nil && (code != 0 || out.String() != strconv.Itoa(i)+"\n") {
+				err = fmt.Errorf("exit %d, output %q", code, out.String())
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent session with warm shells holding sessions: %v", err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(warmPIDs(t, srv.User)); n != 0 {
+		t.Errorf("%d warm shells still wait after the box ran out of sessions, want none", n)
+	}
+	if out, code, err := c.Output(context.Background(), []string{"echo", "ok"}); err != nil || code != 0 || string(out) != "ok\n" {
+		t.Errorf("session afterwards: %q %d %v", out, code, err)
+	}
 }

@@ -42,6 +42,7 @@ type Options struct {
 	// $SSH_ORIGINAL_COMMAND): tests use it to see the exact command string on the wire.
 	// sshd then refuses signal requests for the session.
 	ForceCommand string
+	MaxSessions  int // sshd MaxSessions; 0: sshd's default (10)
 }
 
 // Server is a running sshd.
@@ -167,7 +168,15 @@ func (s *Server) config() string {
 		"PrintMotd no",
 		"PrintLastLog no",
 		forceCommand(s.Opts.ForceCommand),
+		maxSessions(s.Opts.MaxSessions),
 	}, "\n") + "\n"
+}
+
+func maxSessions(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("MaxSessions %d", n)
 }
 
 func forceCommand(c string) string {
