@@ -160,3 +160,40 @@ func TestMuxWarmShellSessionLimit(t *testing.T) {
 		t.Errorf("session afterwards: %q %d %v", out, code, err)
 	}
 }
+
+// TestMuxWarmShellGated: a gated session (gate.go) bound to a warm shell waits for its go-ahead
+// like a fresh one, and then gets all of its stdin: the holder's command line, the go-ahead line
+// and the caller's bytes arrive in that order on the one stdin.
+func TestMuxWarmShellGated(t *testing.T) {
+	srv, ep := testBox(t, sshtest.Options{AcceptEnv: "*"})
+	p, _, _ := startMux(t, ep, MuxOptions{Idle: time.Minute, WarmShell: true})
+	c := dialMuxT(t, p)
+	before := waitWarm(t, srv.User, warmShells)
+	g := NewGate()
+	res := make(chan string, 1)
+	go func() {
+		var out bytes.Buffer
+		code, err := c.Run(context.Background(), SessionOptions{Argv: []string{"sh", "-c", `echo "$X"; cat`},
+			Env: map[string]string{"X": "value"}, Stdin: strings.NewReader("line 1\nline 2\n"), Stdout: &out, Gate: g})
+		res <- fmt.Sprintf("%d %v %q", code, err, out.String())
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-res:
+		t.Fatalf("the gated session ended before its gate was decided: %s", r)
+	default:
+	}
+	g.Open()
+	if r := <-res; r != `0 <nil> "value\nline 1\nline 2\n"` {
+		t.Errorf("gated session on a warm shell: %s", r)
+	}
+	gone := 0
+	for _, pid := range before {
+		if exec.Command("kill", "-0", strconv.Itoa(pid)).Run() != nil {
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Errorf("%d of the warm shells %v ended with the session, want the one it took", gone, before)
+	}
+}
