@@ -123,6 +123,26 @@ true`, canary)
 			}
 		}
 	})
+	t.Run("without the guard daemon a session falls back to the session check and still runs", func(t *testing.T) {
+		// A box made before the daemon, or one whose daemon is gone: the gated session opened
+		// beside the report is closed unrun, and the command runs after the in-band check.
+		if r := corral(t, dir, nil, "run", "--", "sudo", "-n", "systemctl", "stop", "corral-guardd.service"); r.code != 0 {
+			t.Fatalf("stop the guard daemon: exit %d: %s", r.code, r.stderr)
+		}
+		defer func() {
+			if r := corral(t, dir, nil, "run", "--", "sudo", "-n", "systemctl", "start", "corral-guardd.service"); r.code != 0 {
+				t.Fatalf("start the guard daemon again: exit %d: %s", r.code, r.stderr)
+			}
+		}()
+		// The daemon is really gone: asking only it refuses the session.
+		if r := corral(t, dir, []string{"CORRAL_GUARD_CHECK=daemon"}, "run", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "guard daemon") {
+			t.Fatalf("with the daemon stopped, CORRAL_GUARD_CHECK=daemon: exit %d, stderr %q; want a refusal naming the daemon", r.code, r.stderr)
+		}
+		r := corral(t, dir, nil, "run", "--", "sh", "-c", "echo fell back; exit 3")
+		if r.code != 3 || r.stdout != "fell back\n" {
+			t.Errorf("session without the daemon: exit %d, stdout %q, stderr %q; want exit 3 and the output once", r.code, r.stdout, r.stderr)
+		}
+	})
 	t.Run("a guard broken in the running box refuses the next session before its command runs", func(t *testing.T) {
 		// Full mode keeps sudo, so the box can undo one of its own git shadow's mounts.
 		hooks := filepath.Join(dir, ".git", "hooks")
