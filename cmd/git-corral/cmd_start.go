@@ -307,12 +307,12 @@ func (a *app) session(ctx context.Context, s *boxSession, argv []string, env []s
 			}
 		}
 		if gate != nil {
+			c, o := r.c, opts // copied here: the session goroutine sets opts' other fields later
+			o.Gate = gate
 			go func() {
 				done := trace.Step("gated session")
 				defer done()
-				o := opts
-				o.Gate = gate
-				code, err := r.c.Run(ctx, o)
+				code, err := c.Run(ctx, o)
 				gated <- runResult{code, err}
 			}()
 		}
