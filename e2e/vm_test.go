@@ -93,8 +93,8 @@ func TestBoxLifecycle(t *testing.T) {
 
 	t.Run("timeout exits 124", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--timeout", "2s", "--", "sleep", "60")
-		if r.code != 124 || r.took > 30*time.Second {
-			t.Fatalf("exit %d after %s, want 124 soon after 2s", r.code, r.took)
+		if r.code != 124 || r.took > 30*time.Second || !strings.Contains(r.stderr, "timed out after 2s") {
+			t.Fatalf("exit %d after %s, stderr %q: want 124 soon after 2s, saying so", r.code, r.took, r.stderr)
 		}
 	})
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
+	"github.com/git-corral/git-corral/vm"
 )
 
 // Exit codes (DESIGN.md): run and shell pass the guest command's status through instead.
@@ -82,6 +83,11 @@ func (a *app) main(ctx context.Context, args []string) int {
 func (a *app) report(err error) int {
 	var gs interface{ GuestStatus() int }
 	if errors.As(err, &gs) {
+		// The guest's own status passes through silently; a status git corral gave it (a
+		// timeout, a signal) says why.
+		if _, plain := err.(vm.ExitStatus); !plain {
+			fmt.Fprintf(a.stderr, "corral: %s\n", visible.Lines(err.Error()))
+		}
 		return gs.GuestStatus()
 	}
 	code, hint := exitFailure, ""

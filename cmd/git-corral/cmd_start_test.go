@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/vm"
 )
 
 func TestSessionEnv(t *testing.T) {
@@ -53,5 +54,25 @@ func TestSessionEnv(t *testing.T) {
 	cfg.Env = nil
 	if got, _, hostValues, err = a.sessionEnv(s, nil); err != nil || hostValues || got["https_proxy"] == "" {
 		t.Errorf("broker mode without host values: %v, hostValues %v, %d variables", err, hostValues, len(got))
+	}
+}
+
+// statusErr is a guest status git corral gave a session (as vm's timeout and signal errors).
+type statusErr struct{ code int }
+
+func (e statusErr) Error() string {
+	return "guest command timed out after 1s and was stopped (TERM, then KILL)"
+}
+func (e statusErr) GuestStatus() int { return e.code }
+
+// TestReportGuestStatus: the guest's own exit status passes through silently, as ssh does; a
+// status git corral decided (a timeout, a signal) passes through and says why on stderr.
+func TestReportGuestStatus(t *testing.T) {
+	a, _, stderr := testApp(t, nil)
+	if code := a.report(vm.ExitStatus(7)); code != 7 || stderr.Len() != 0 {
+		t.Errorf("guest exit 7: code %d, stderr %q; want 7 and nothing said", code, stderr.String())
+	}
+	if code := a.report(statusErr{124}); code != 124 || !strings.Contains(stderr.String(), "timed out after 1s") {
+		t.Errorf("timeout: code %d, stderr %q; want 124 and the reason", code, stderr.String())
 	}
 }
