@@ -5,8 +5,8 @@ package vm
 // seconds (sshd's fork and re-exec, key exchange and PAM's session setup, all emulated); a new
 // session channel on an open connection costs a fraction of that. The holder ("git corral
 // connection serve") dials the box once and serves SSH on a unix socket only this user can
-// reach; each command's client opens its session channels there and the holder relays them,
-// unchanged, onto its connection. Rules:
+// reach; each command's client opens its session channels there and the holder relays them
+// onto its connection, on a warm shell when one can take the session (warm.go). Rules:
 //   - The socket lives in a 0700 directory, is 0600, and every accepted peer must have this
 //     process's uid (SO_PEERCRED where the platform has it): it grants what Lima's key grants.
 //   - The holder's host key is made fresh at each start and pinned through a file beside the
