@@ -34,7 +34,11 @@ if [ "$NETWORK" != full ]; then
   install -d -o "$CORRAL_USER" -m 700 "$BASE/home/projects"
   printf 'network = "%s"\n' "$NETWORK" | install -o "$CORRAL_USER" -m 600 /dev/stdin "$BASE/home/projects/$BOX.toml"
 fi
-cleanup() { for b in "$BOX" raw-bench; do U "$LIMACTL" --tty=false delete --force "$b" >/dev/null 2>&1 || true; done; }
+# git corral's own delete first: it also ends the box's broker (broker mode) and its holder.
+cleanup() {
+  U "$BASE/bin/git-corral" -C "$BASE/proj" delete --yes >/dev/null 2>&1 || true
+  for b in "$BOX" raw-bench; do U "$LIMACTL" --tty=false delete --force "$b" >/dev/null 2>&1 || true; done
+}
 trap cleanup EXIT
 echo "box $BOX ($NETWORK); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -43,7 +47,7 @@ for i in $(seq "$BOOTS"); do
   t=$(now); U "$BASE/bin/git-corral" -C "$BASE/proj" run --yes -- true 2>/dev/null
   echo "RESULT create-to-ready git-corral run $i: $(since "$t")s"
   cp "$BASE/home/boxes/$BOX.yaml" "$BASE/raw.yaml"; chmod 644 "$BASE/raw.yaml"
-  U "$LIMACTL" --tty=false delete --force "$BOX" >/dev/null 2>&1
+  U "$BASE/bin/git-corral" -C "$BASE/proj" delete --yes >/dev/null 2>&1
   t=$(now); U "$LIMACTL" --tty=false start --timeout 20m --name raw-bench "$BASE/raw.yaml" >/dev/null 2>&1
   echo "RESULT create-to-ready limactl start $i: $(since "$t")s"
   U "$LIMACTL" --tty=false delete --force raw-bench >/dev/null 2>&1
