@@ -20,12 +20,7 @@ import (
 func TestGate(t *testing.T) {
 	_, ep := testBox(t, sshtest.Options{})
 	c := dialT(t, ep)
-	dir, err := os.MkdirTemp("", "gate") // t.TempDir's parent is closed to the test user
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o777)
+	dir := userDir(t, "gate", 0o777)
 
 	type result struct {
 		code           int

@@ -17,12 +17,7 @@ import (
 // connection with report, as the guest's guardd does; it returns the socket's path.
 func fakeGuardDaemon(t *testing.T, report string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "guardd") // t.TempDir's parent is closed to the test user
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	dir := userDir(t, "guardd", 0o755)
 	path := filepath.Join(dir, "guard.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {

@@ -22,12 +22,7 @@ import (
 func TestInbandGuard(t *testing.T) {
 	_, ep := testBox(t, sshtest.Options{})
 	c := dialT(t, ep)
-	dir, err := os.MkdirTemp("", "inband") // t.TempDir's parent is closed to the test user
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	dir := userDir(t, "inband", 0o755)
 	check := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {

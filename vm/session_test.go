@@ -36,6 +36,21 @@ func testBox(t *testing.T, opts sshtest.Options) (*sshtest.Server, Endpoint) {
 		HostKeyFile: filepath.Join(t.TempDir(), HostKeyPinName)}
 }
 
+// userDir is a temp directory with mode perm that the test sshd's user can reach: t.TempDir's
+// parent is closed to that user.
+func userDir(t *testing.T, prefix string, perm os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func dialT(t *testing.T, ep Endpoint) *Client {
 	t.Helper()
 	c, err := Dial(context.Background(), ep)
