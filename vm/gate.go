@@ -2,6 +2,7 @@ package vm
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -50,7 +51,7 @@ func (g *Gate) done() <-chan struct{} { return g.decided }
 // GatePrefix is the shell text before a gated command: the shell reads the host's go-ahead
 // line from stdin (bash's read takes one byte at a time from a pipe, so nothing after that
 // line is consumed) and exits GateClosedExit on EOF.
-const GatePrefix = "IFS= read -r _ || exit 98; "
+var GatePrefix = fmt.Sprintf("IFS= read -r _ || exit %d; ", GateClosedExit)
 
 // GateClosedExit is the status of a gated session whose gate was refused.
 const GateClosedExit = 98

@@ -34,7 +34,7 @@ import (
 // WarmShellScript is the command line of a warm shell: read one command up to a NUL byte (the
 // holder's) and evaluate it; EOF first exits GateClosedExit. bash's read takes one byte at a
 // time from a pipe, so the command's own stdin starts right after the NUL.
-const WarmShellScript = `IFS= read -r -d '' corral_cmd || exit 98; eval "$corral_cmd"`
+var WarmShellScript = fmt.Sprintf(`IFS= read -r -d '' corral_cmd || exit %d; eval "$corral_cmd"`, GateClosedExit)
 
 // warmPool keeps warmShells warm shells ready on up, or starting.
 type warmPool struct {
