@@ -59,19 +59,30 @@ func NewManager(limactl string, h home.Home) (*Manager, error) {
 	return &Manager{Limactl: limactl, Home: h}, nil
 }
 
-// command returns a limactl command with git corral's environment.
-func (m *Manager) command(ctx context.Context, args ...string) *exec.Cmd {
+// command returns a limactl command with git corral's environment, plus extra (which may set
+// QEMU_SYSTEM_X86_64: the golden state's QEMU wrapper).
+func (m *Manager) command(ctx context.Context, extra []string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, m.Limactl, append([]string{"--tty=false"}, args...)...)
 	env := []string{"LIMA_HOME=" + m.Home.LimaHome()}
-	if m.TCG {
+	ownQemu := false
+	for _, kv := range extra {
+		ownQemu = ownQemu || strings.HasPrefix(kv, "QEMU_SYSTEM_X86_64=")
+	}
+	if m.TCG && !ownQemu {
 		env = append(env, "QEMU_SYSTEM_X86_64="+TCGQemu)
+	}
+	own := map[string]bool{}
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		own[k] = true
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k != "LIMA_HOME" && k != "QEMU_SYSTEM_X86_64" && k != "LIMA_INSTANCE" {
+		if k != "LIMA_HOME" && k != "QEMU_SYSTEM_X86_64" && k != "LIMA_INSTANCE" && !strings.HasPrefix(k, "CORRAL_QEMU_") && !own[k] {
 			env = append(env, kv)
 		}
 	}
+	env = append(env, extra...)
 	cmd.Env = env
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
@@ -229,6 +240,11 @@ func (m *Manager) Create(ctx context.Context, box string, tmpl []byte, p *Progre
 
 // Start boots an existing box and waits until Lima reports it READY.
 func (m *Manager) Start(ctx context.Context, box string, p *Progress) error {
+	if dir, err := store.InstanceDir(box); err == nil {
+		if rp, ok := takeResume(dir); ok {
+			return m.startResumed(ctx, box, dir, rp, p)
+		}
+	}
 	p.Phase("boot")
 	return m.run(ctx, box, p, "start", "--timeout", "20m", box)
 }
@@ -254,6 +270,19 @@ func (m *Manager) Delete(ctx context.Context, box string) error {
 // run runs limactl, appending its output to the box's log and turning Lima's messages into
 // progress phases.
 func (m *Manager) run(ctx context.Context, box string, p *Progress, args ...string) error {
+	return m.runWith(ctx, box, p, nil, args...)
+}
+
+// logf appends one line to the box's log.
+func (m *Manager) logf(box, format string, a ...any) {
+	if f, err := os.OpenFile(m.LogPath(box), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+		fmt.Fprintf(f, "--- %s %s\n", time.Now().UTC().Format(time.RFC3339), strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " "))
+		f.Close()
+	}
+}
+
+// runWith is run with extra environment for limactl (see command).
+func (m *Manager) runWith(ctx context.Context, box string, p *Progress, extra []string, args ...string) error {
 	if err := m.Home.MkdirAll(m.Home.Logs()); err != nil {
 		return err
 	}
@@ -263,7 +292,7 @@ func (m *Manager) run(ctx context.Context, box string, p *Progress, args ...stri
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "--- %s limactl %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(args, " "))
-	cmd := m.command(ctx, args...)
+	cmd := m.command(ctx, extra, args...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	last := make(chan string, 1)

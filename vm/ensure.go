@@ -23,8 +23,10 @@ type BoxSpec struct {
 	// NoProjectMount boots a box that mounts nothing of the host (clone mode). Ensure refuses
 	// to use an existing box whose metadata says it mounts its project.
 	NoProjectMount bool
-	Config         *policy.Config
-	Bundle         provision.Bundle
+	// MountSource replaces ProjectDir as the host side of the project mount (a golden build box).
+	MountSource string
+	Config      *policy.Config
+	Bundle      provision.Bundle
 	// BrokerPort is recorded in a new box's metadata (broker mode).
 	BrokerPort int
 	// Create allows creating the box when it does not exist.
@@ -60,7 +62,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	mt := MountTypeLinux(ctx)
 	y, err := Render(TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: spec.ProjectDir,
-		NoProjectMount: spec.NoProjectMount, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
+		NoProjectMount: spec.NoProjectMount, MountSource: spec.MountSource, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
 	})
 	if err != nil {
 		return Rendered{}, err
@@ -206,5 +208,5 @@ func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (str
 	if err != nil {
 		return "", fmt.Errorf("%w (--no-golden or golden = false creates the box from scratch)", err)
 	}
-	return key, m.CreateFromGolden(ctx, spec.Box, r, g, spec.Progress)
+	return key, m.CreateFromGolden(ctx, spec.Box, r, g, spec.NoProjectMount, spec.Progress)
 }

@@ -50,6 +50,10 @@ type Golden struct {
 	// Built is when the build finished; BuildSeconds how long it took.
 	Built        time.Time `json:"built"`
 	BuildSeconds float64   `json:"buildSeconds"`
+	// StateSHA256 and StateBytes describe GoldenStateFile, the build box's saved memory, when
+	// the base has one (golden_state.go); empty for a disk-only base.
+	StateSHA256 string `json:"stateSha256,omitempty"`
+	StateBytes  int64  `json:"stateBytes,omitempty"`
 	// Users are the boxes whose metadata names this base (filled by Goldens).
 	Users []string `json:"users"`
 }
@@ -57,19 +61,27 @@ type Golden struct {
 // DiskPath is the golden disk's path.
 func (g Golden) DiskPath() string { return filepath.Join(g.Dir, GoldenDisk) }
 
+// StatePath is the saved state's path (only meaningful when StateSHA256 is set).
+func (g Golden) StatePath() string { return filepath.Join(g.Dir, GoldenStateFile) }
+
+// HasState reports whether the base has a saved running state.
+func (g Golden) HasState() bool { return g.StateSHA256 != "" }
+
 // GoldenKey hashes a box's guest recipe: the image, the box disk size, the packages and the
 // product's guest scripts in the bundle (Bundle.Recipe). It leaves out the mounts, the git shadow
 // script and the repository's own provision scripts, which are per box and run in every box at
 // its own boots; the product scripts still carry the project path and the network mode.
 func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "golden/1\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
+	fmt.Fprintf(h, "golden/2\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
 	pk := append([]string(nil), cfg.Packages...)
 	sort.Strings(pk)
 	for _, p := range pk {
 		fmt.Fprintf(h, "package\x00%s\x00", p)
 	}
-	for _, s := range b.Recipe().Scripts {
+	// The seals are part of the base (the state's seal also waits in its saved memory), so a
+	// changed seal makes a new base.
+	for _, s := range append(b.Recipe().Scripts, goldenSealScript(), stateSealScript("", "/", nil)) {
 		fmt.Fprintf(h, "script\x00%s\x00%s\x00%d\x00", s.Name, s.Mode, len(s.Body))
 		io.WriteString(h, s.Body)
 	}
@@ -153,6 +165,15 @@ func VerifyGolden(ctx context.Context, g Golden) error {
 	}
 	if sum != g.SHA256 {
 		return fmt.Errorf("golden base %s was modified: sha256 %s, recorded %s", g.Key, sum, g.SHA256)
+	}
+	if !g.HasState() {
+		return nil
+	}
+	if sum, err = fileSHA256(ctx, g.StatePath()); err != nil {
+		return err
+	}
+	if sum != g.StateSHA256 {
+		return fmt.Errorf("golden state %s was modified: sha256 %s, recorded %s", g.Key, sum, g.StateSHA256)
 	}
 	return nil
 }

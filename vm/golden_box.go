@@ -2,9 +2,7 @@ package vm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,12 +46,34 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 		return Golden{}, err
 	}
 	defer os.RemoveAll(work)
-	// The build box runs the guest recipe only and mounts nothing: the per-box scripts (git
-	// shadow, the repository's own) need the project and run in every box at its own boots, and a
-	// mount would leave the build box's mount entry on the base (see golden_seal.go).
+	// The build box runs the guest recipe only. The per-box scripts (git shadow, the
+	// repository's own) need the project and run in every box. A disk-only base's build box
+	// mounts nothing (a mount would leave its entry on the base, see golden_seal.go); a state
+	// build box mounts an empty directory of its own at the project's path, so that its devices
+	// are those of the boxes that will resume it (golden_state.go), and unmounts it before the
+	// state is saved.
 	src := spec
 	src.Box, src.NoProjectMount, src.Bundle = name, true, spec.Bundle.Recipe()
-	src.Bundle.Scripts = append(src.Bundle.Scripts, goldenSealScript())
+	recipe := scriptHashes(src.Bundle.Scripts)
+	probe, err := m.RenderBox(ctx, spec, m.TCG)
+	if err != nil {
+		return Golden{}, err
+	}
+	state := stateCapable(probe, spec.NoProjectMount) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == ""
+	nonce := ""
+	if state {
+		if nonce, err = newNonce(); err != nil {
+			return Golden{}, err
+		}
+		mnt := filepath.Join(work, "mnt")
+		if err := os.Mkdir(mnt, 0o700); err != nil {
+			return Golden{}, err
+		}
+		src.NoProjectMount, src.MountSource = false, mnt
+		src.Bundle.Scripts = append(src.Bundle.Scripts, stateSealScript(nonce, spec.ProjectDir, recipe))
+	} else {
+		src.Bundle.Scripts = append(src.Bundle.Scripts, goldenSealScript())
+	}
 	r, err := m.RenderBox(ctx, src, m.TCG)
 	if err != nil {
 		return Golden{}, err
@@ -65,16 +85,25 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	if err := m.Create(ctx, name, r.YAML, spec.Progress); err != nil {
 		return Golden{}, err
 	}
-	if err := m.Start(ctx, name, spec.Progress); err != nil {
-		return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)
+	saved := ""
+	if state {
+		if saved, err = m.saveBuildState(ctx, spec, name, key, nonce, work); err != nil {
+			return Golden{}, err
+		}
+	} else {
+		if err := m.Start(ctx, name, spec.Progress); err != nil {
+			return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)
+		}
 	}
-	// The base must not carry the build box's identity or its mounts; the seal ran as its last
-	// provision script (golden_seal.go).
-	if err := m.checkGoldenBuild(ctx, name, key); err != nil {
-		return Golden{}, err
-	}
-	if err := m.Stop(ctx, name); err != nil {
-		return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)
+	if saved == "" {
+		// The base must not carry the build box's identity or its mounts; the seal ran as its
+		// last provision script (golden_seal.go).
+		if err := m.checkGoldenBuild(ctx, name, key); err != nil {
+			return Golden{}, err
+		}
+		if err := m.Stop(ctx, name); err != nil {
+			return Golden{}, fmt.Errorf("build golden base %s: %w", key, err)
+		}
 	}
 	st, err := m.Inspect(name)
 	if err != nil {
@@ -93,6 +122,20 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	}
 	if g.SHA256, err = fileSHA256(ctx, g.DiskPath()); err != nil {
 		return Golden{}, err
+	}
+	if saved != "" {
+		if err := os.Rename(saved, g.StatePath()); err != nil {
+			return Golden{}, err
+		}
+		if err := os.Chmod(g.StatePath(), 0o444); err != nil {
+			return Golden{}, err
+		}
+		if g.StateSHA256, err = fileSHA256(ctx, g.StatePath()); err != nil {
+			return Golden{}, err
+		}
+		if fi, err := os.Stat(g.StatePath()); err == nil {
+			g.StateBytes = fi.Size()
+		}
 	}
 	fi, err := os.Stat(g.DiskPath())
 	if err != nil {
@@ -120,7 +163,9 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 // replaced by overlays of g. Lima starts a box whose diffdisk exists without touching either
 // (EnsureDisk returns early; basedisk is only checked not to be an ISO), so the box boots from g.
 // The transient image copy is freed here.
-func (m *Manager) CreateFromGolden(ctx context.Context, box string, r Rendered, g Golden, p *Progress) error {
+//
+// When g has a saved state and the box can resume it (stateCapable), its first start does.
+func (m *Manager) CreateFromGolden(ctx context.Context, box string, r Rendered, g Golden, noProjectMount bool, p *Progress) error {
 	if err := m.Create(ctx, box, r.YAML, p); err != nil {
 		return err
 	}
@@ -128,14 +173,58 @@ func (m *Manager) CreateFromGolden(ctx context.Context, box string, r Rendered, 
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{"basedisk", "diffdisk"} {
-		path := filepath.Join(st.Dir, d)
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("create box %s from golden base %s: %w", box, g.Key, err)
-		}
-		if err := qemuImg(ctx, "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", g.DiskPath(), path); err != nil {
-			return fmt.Errorf("create box %s from golden base %s: %w", box, g.Key, err)
-		}
+	if err := overlayDisks(ctx, st.Dir, g.DiskPath()); err != nil {
+		return fmt.Errorf("create box %s from golden base %s: %w", box, g.Key, err)
+	}
+	if g.HasState() && stateCapable(r, noProjectMount) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == "" {
+		return planResume(st.Dir, g)
 	}
 	return nil
+}
+
+// saveBuildState starts the state build box name and saves its running state once its seal says
+// it is ready (golden_state.go). It returns the state file in work, or "" when the box's image
+// cannot resume (the seal said unsupported: the box then went on to READY, and the base is
+// disk-only).
+func (m *Manager) saveBuildState(ctx context.Context, spec BoxSpec, name, key, nonce, work string) (string, error) {
+	env, err := m.qemuEnv("")
+	if err != nil {
+		return "", err
+	}
+	st, err := m.Inspect(name)
+	if err != nil {
+		return "", err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := make(chan error, 1)
+	spec.Progress.Phase("boot")
+	go func() { started <- m.runWith(sctx, name, spec.Progress, env, "start", "--timeout", "20m", name) }()
+	line, err := waitSerial(ctx, filepath.Join(st.Dir, "serial.log"), nonce, started)
+	if err != nil {
+		return "", fmt.Errorf("build golden base %s: %w", key, err)
+	}
+	switch line {
+	case stateFailedLine:
+		return "", fmt.Errorf("build golden base %s: the build box's provisioning failed (serial log: %s)", key, filepath.Join(st.Dir, "serial.log"))
+	case stateUnsupportedLine:
+		m.logf(name, "golden build box: the image cannot resume a saved state; the base is disk-only")
+		if err := <-started; err != nil {
+			return "", fmt.Errorf("build golden base %s: %w", key, err)
+		}
+		return "", nil
+	}
+	spec.Progress.Phase("save golden state")
+	out := filepath.Join(work, GoldenStateFile)
+	if err := qmpSaveState(ctx, filepath.Join(st.Dir, "qmp.sock"), out); err != nil {
+		return "", fmt.Errorf("build golden base %s: save the build box's state: %w", key, err)
+	}
+	// QEMU has quit; the host agent follows it, and limactl start returns an error.
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-started
+	}
+	return out, nil
 }

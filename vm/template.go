@@ -30,6 +30,10 @@ type TemplateOptions struct {
 	// NoProjectMount renders a box that mounts nothing of the host (clone mode): the code lives
 	// only on the box's own disk.
 	NoProjectMount bool
+	// MountSource, when set, is the host directory mounted at ProjectDir instead of ProjectDir
+	// itself: a golden build box mounts an empty directory of git corral's at the project's
+	// path, so that its devices match the boxes resumed from its saved state (golden_state.go).
+	MountSource string
 	// Config is the effective configuration of the box.
 	Config *policy.Config
 	// Bundle is the guest provisioning rendered by package provision.
@@ -94,7 +98,11 @@ func mounts(o TemplateOptions) []limayaml.Mount {
 	if o.NoProjectMount {
 		return []limayaml.Mount{}
 	}
-	return []limayaml.Mount{{Location: o.ProjectDir, MountPoint: ptr(o.ProjectDir), Writable: ptr(!o.Config.ReadonlyProject)}}
+	src := o.ProjectDir
+	if o.MountSource != "" {
+		src = o.MountSource
+	}
+	return []limayaml.Mount{{Location: src, MountPoint: ptr(o.ProjectDir), Writable: ptr(!o.Config.ReadonlyProject)}}
 }
 
 // checkOptions refuses options Lima would misread or that would widen the box.
@@ -109,7 +117,10 @@ func checkOptions(o TemplateOptions) error {
 	if !filepath.IsAbs(o.ProjectDir) || filepath.Clean(o.ProjectDir) != o.ProjectDir {
 		errs = append(errs, fmt.Errorf("render template: project path %q must be absolute and clean", o.ProjectDir))
 	}
-	for name, v := range map[string]string{"project path": o.ProjectDir, "image": o.Image.Dir, "memory": o.Config.Memory, "disk": o.Config.Disk} {
+	if o.MountSource != "" && (!filepath.IsAbs(o.MountSource) || filepath.Clean(o.MountSource) != o.MountSource) {
+		errs = append(errs, fmt.Errorf("render template: mount source %q must be absolute and clean", o.MountSource))
+	}
+	for name, v := range map[string]string{"project path": o.ProjectDir, "mount source": o.MountSource, "image": o.Image.Dir, "memory": o.Config.Memory, "disk": o.Config.Disk} {
 		if strings.ContainsAny(v, "\x00\n\r") {
 			errs = append(errs, fmt.Errorf("render template: %s %q contains a newline or NUL", name, v))
 		}

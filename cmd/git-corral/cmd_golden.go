@@ -79,9 +79,13 @@ func (a *app) goldenList(m *vm.Manager, jsonOut bool) error {
 		return a.printJSON(map[string][]vm.Golden{"goldens": gs})
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tSIZE\tBUILT\tBUILD\tBOXES")
+	fmt.Fprintln(tw, "KEY\tSIZE\tSTATE\tBUILT\tBUILD\tBOXES")
 	for _, g := range gs {
-		fmt.Fprintf(tw, "%s\t%dMiB\t%s\t%.0fs\t%s\n", g.Key, g.Bytes>>20, g.Built.Format("2006-01-02 15:04"), g.BuildSeconds, strings.Join(g.Users, ","))
+		state := "-"
+		if g.HasState() {
+			state = fmt.Sprintf("%dMiB", g.StateBytes>>20)
+		}
+		fmt.Fprintf(tw, "%s\t%dMiB\t%s\t%s\t%.0fs\t%s\n", g.Key, g.Bytes>>20, state, g.Built.Format("2006-01-02 15:04"), g.BuildSeconds, strings.Join(g.Users, ","))
 	}
 	return tw.Flush()
 }
@@ -133,6 +137,10 @@ func (a *app) goldenVerify(ctx context.Context, m *vm.Manager) error {
 	for _, g := range gs {
 		if err := vm.VerifyGolden(ctx, g); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if g.HasState() {
+			fmt.Fprintf(a.stdout, "golden base %s: unchanged (sha256 %s, state %s)\n", g.Key, g.SHA256, g.StateSHA256)
 			continue
 		}
 		fmt.Fprintf(a.stdout, "golden base %s: unchanged (sha256 %s)\n", g.Key, g.SHA256)

@@ -1,0 +1,290 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mattn/go-shellwords"
+
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/provision"
+)
+
+// fakeQemuDir puts a qemu-system-x86_64 on PATH that prints its arguments, one per line, and
+// the state file's contents when -incoming's exec: command is given.
+func fakeQemuDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := `#!/bin/sh
+for a in "$@"; do printf '%s\n' "$a"; done
+`
+	if err := os.WriteFile(filepath.Join(dir, "qemu-system-x86_64"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestQemuWrapper: Lima's probes reach QEMU unchanged; the VM itself (-pidfile) gets the VM
+// generation ID device and, for a resume, -incoming whose command names the state through the
+// environment, so a path with quotes, spaces or $() is never parsed by a shell.
+func TestQemuWrapper(t *testing.T) {
+	m := &Manager{Home: home.Home{Dir: t.TempDir()}, TCG: true}
+	state := filepath.Join(t.TempDir(), `it's a "state" $(touch pwned)`)
+	env, err := m.qemuEnv(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vals[k] = v
+	}
+	if vals["CORRAL_QEMU_VMGENID"] != "1" || vals["CORRAL_QEMU_STATE"] != state {
+		t.Fatalf("env = %q", env)
+	}
+	// Lima splits $QEMU_SYSTEM_X86_64 with shellwords: the wrapper, then the TCG arguments.
+	words, err := shellwords.Parse(vals["QEMU_SYSTEM_X86_64"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(m.Home.Dir, "libexec", qemuWrapperFile)
+	if words[0] != wrapper || strings.Join(words[1:], " ") != strings.TrimPrefix(TCGQemu, "qemu-system-x86_64 ") {
+		t.Fatalf("QEMU_SYSTEM_X86_64 splits into %q", words)
+	}
+	if fi, err := os.Stat(wrapper); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("wrapper: %v %v", fi, err)
+	}
+	path := fakeQemuDir(t) + ":" + os.Getenv("PATH")
+	runWrapper := func(env []string, args ...string) []string {
+		cmd := exec.Command(wrapper, args...)
+		cmd.Env = append([]string{"PATH=" + path}, env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("wrapper %q: %v", args, err)
+		}
+		return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	}
+	if got := runWrapper(env, "-M", "none", "-netdev", "help"); strings.Join(got, " ") != "-M none -netdev help" {
+		t.Errorf("probe got %q, want it unchanged", got)
+	}
+	got := runWrapper(env, "-m", "2048", "-pidfile", "/x/qemu.pid")
+	want := []string{"-m", "2048", "-pidfile", "/x/qemu.pid", "-device", "vmgenid", "-incoming", `exec:cat -- "$CORRAL_QEMU_STATE"`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("VM start got %q, want %q", got, want)
+	}
+	// A build box: the device only.
+	buildEnv, err := m.qemuEnv("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = runWrapper(buildEnv, "-pidfile", "/x/qemu.pid")
+	if strings.Join(got, " ") != "-pidfile /x/qemu.pid -device vmgenid" {
+		t.Errorf("build box start got %q", got)
+	}
+	if _, err := m.qemuEnv("/a\nb"); err == nil {
+		t.Error("a state path with a newline was accepted")
+	}
+}
+
+// TestResumePlan: a box resumes its golden state at its first start only.
+func TestResumePlan(t *testing.T) {
+	dir := t.TempDir()
+	g := Golden{Key: "k1", Dir: "/g/k1", StateSHA256: "abc"}
+	if _, ok := takeResume(dir); ok {
+		t.Fatal("a box without a plan resumes")
+	}
+	if err := planResume(dir, g); err != nil {
+		t.Fatal(err)
+	}
+	rp, ok := takeResume(dir)
+	if !ok || rp.State != "/g/k1/"+GoldenStateFile || rp.Golden != "/g/k1/"+GoldenDisk || rp.Key != "k1" {
+		t.Fatalf("plan = %+v, %v", rp, ok)
+	}
+	if _, ok := takeResume(dir); ok {
+		t.Fatal("the plan was not consumed by the first start")
+	}
+	if err := os.WriteFile(filepath.Join(dir, resumeFile), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := takeResume(dir); ok {
+		t.Fatal("a broken plan resumes")
+	}
+}
+
+// TestStateCapable: only a box with its project on 9p has the build box's devices.
+func TestStateCapable(t *testing.T) {
+	for _, c := range []struct {
+		mt      string
+		noMount bool
+		want    bool
+	}{{"9p", false, true}, {"9p", true, false}, {"reverse-sshfs", false, false}, {"virtiofs", false, false}} {
+		if got := stateCapable(Rendered{MountType: c.mt}, c.noMount); got != c.want {
+			t.Errorf("stateCapable(%s, noMount=%v) = %v", c.mt, c.noMount, got)
+		}
+	}
+}
+
+// TestStateSealScript: the seal parses, passes shellcheck, carries the recipe hashes the resume
+// skips, and the build box's line carries the nonce; the key changes when the seal does.
+func TestStateSealScript(t *testing.T) {
+	recipe := scriptHashes([]provision.Script{{Body: "a"}, {Body: "b"}})
+	s := stateSealScript("0123456789abcdef", "/home/u/my project", recipe)
+	if s.Name != goldenSealName || s.Mode != provision.ModeSystem {
+		t.Fatalf("seal %s %s", s.Name, s.Mode)
+	}
+	for _, want := range []string{`say() { echo "corral-golden-state: $1 $NONCE" >/dev/console;`, "\nsay ready\n", "say failed", "NONCE=0123456789abcdef",
+		`echo "` + stateFailedLine + `0123456789abcdef" >/dev/console`, `echo "` + stateUnsupportedLine + `0123456789abcdef" >/dev/console`, `PROJECT_DIR='/home/u/my project'`, " " + recipe[0] + " " + recipe[1] + " ", sealScript(""), "/run/lima-ssh-ready", "losetup"} {
+		if !strings.Contains(s.Body, want) {
+			t.Errorf("seal lacks %q", want)
+		}
+	}
+	resume := s.Body[strings.Index(s.Body, "<<'CORRAL_RESUME_EOF'\n")+len("<<'CORRAL_RESUME_EOF'\n"):]
+	resume = resume[:strings.Index(resume, "CORRAL_RESUME_EOF\n")]
+	for name, body := range map[string]string{"seal": s.Body, "resume": resume} {
+		if out, err := exec.Command("sh", "-n", "-c", body).CombinedOutput(); err != nil {
+			t.Fatalf("sh -n %s: %v: %s", name, err, out)
+		}
+		if _, err := exec.LookPath("shellcheck"); err != nil {
+			continue
+		}
+		cmd := exec.Command("shellcheck", "-s", "sh", "-e", "SC2016", "-")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("shellcheck %s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestQMPSaveAndResume saves a real QEMU's running state through QMP and resumes it in a second
+// QEMU started the way Lima starts a box's (the wrapper with -pidfile): the second one runs, and
+// the first one has quit.
+func TestQMPSaveAndResume(t *testing.T) {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("qemu-system-x86_64 not installed (scripts/setup.sh installs qemu-system-x86)")
+	}
+	m := &Manager{Home: home.Home{Dir: t.TempDir()}}
+	dir := userDir(t, "qmp", 0o755)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := func(name, state string) (*exec.Cmd, string) {
+		env, err := m.qemuEnv(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock := filepath.Join(dir, name+".qmp")
+		wrapper := filepath.Join(m.Home.Dir, "libexec", qemuWrapperFile)
+		cmd := exec.CommandContext(ctx, wrapper, "-machine", "q35", "-accel", "tcg", "-m", "64", "-nodefaults", "-display", "none",
+			"-qmp", "unix:"+sock+",server=on,wait=off", "-pidfile", filepath.Join(dir, name+".pid"))
+		cmd.Env = append(os.Environ(), env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, sock
+	}
+	waitSock := func(sock string) {
+		for i := 0; i < 200; i++ {
+			if c, err := net.Dial("unix", sock); err == nil {
+				c.Close()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("QMP socket %s never answered", sock)
+	}
+	src, sock := start("src", "")
+	waitSock(sock)
+	state := filepath.Join(dir, "it's a state")
+	if err := qmpSaveState(ctx, sock, state); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- src.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the saved QEMU did not quit")
+	}
+	if fi, err := os.Stat(state); err != nil || fi.Size() < 100<<10 {
+		t.Fatalf("state file: %v %v", fi, err)
+	}
+	_, sock2 := start("dst", state)
+	waitSock(sock2)
+	status := ""
+	for i := 0; i < 100 && status != "running"; i++ {
+		status = qmpStatus(t, sock2)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status != "running" {
+		t.Fatalf("resumed QEMU is %q, want running", status)
+	}
+	// A state QEMU cannot load (no vmgenid device on this side) fails the start.
+	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", "64", "-nodefaults", "-display", "none",
+		"-incoming", "exec:cat -- \"$S\"")
+	cmd.Env = append(os.Environ(), "S="+state)
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("QEMU without the device loaded the state: %s", out)
+	}
+}
+
+// qmpStatus returns query-status's status of the QEMU behind sock.
+func qmpStatus(t *testing.T, sock string) string {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	dec := json.NewDecoder(c)
+	var msg map[string]json.RawMessage
+	_ = dec.Decode(&msg)
+	_, _ = c.Write([]byte(`{"execute":"qmp_capabilities"}` + "\n"))
+	_ = dec.Decode(&msg)
+	_, _ = c.Write([]byte(`{"execute":"query-status"}` + "\n"))
+	for dec.Decode(&msg) == nil {
+		if r, ok := msg["return"]; ok {
+			var st struct{ Status string }
+			_ = json.Unmarshal(r, &st)
+			return st.Status
+		}
+	}
+	return ""
+}
+
+// TestRetryingSSH: the ssh Lima finds first on PATH for a resumed start is the real one with a
+// retry option put first (ssh takes the first value of an option), and every argument reaches it
+// unchanged.
+func TestRetryingSSH(t *testing.T) {
+	bin := t.TempDir()
+	fake := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n"
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	m := &Manager{Home: home.Home{Dir: t.TempDir()}}
+	path, err := m.retryingSSHPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(path, ":")
+	if first != filepath.Join(m.Home.Dir, "libexec", "resume-bin") || path != first+":"+os.Getenv("PATH") {
+		t.Fatalf("PATH = %q", path)
+	}
+	cmd := exec.Command(filepath.Join(first, "ssh"), "-F", "/dev/null", "-p", "22", "a b", `"$(x)"`)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "-o\nConnectionAttempts=30\n-F\n/dev/null\n-p\n22\na b\n\"$(x)\"\n"
+	if string(out) != want {
+		t.Fatalf("ssh got\n%s\nwant\n%s", out, want)
+	}
+}
