@@ -10,16 +10,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // goldenEntry is one base of git corral golden list --json.
 type goldenEntry struct {
-	Key    string   `json:"key"`
-	Dir    string   `json:"dir"`
-	SHA256 string   `json:"sha256"`
-	Users  []string `json:"users"`
+	Key    string `json:"key"`
+	Dir    string `json:"dir"`
+	SHA256 string `json:"sha256"`
+	// StateSHA256 is set when the base has the build box's saved running state.
+	StateSHA256 string   `json:"stateSha256"`
+	Users       []string `json:"users"`
 }
 
 func goldens(t *testing.T, dir string) []goldenEntry {
@@ -64,18 +68,51 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 
 	// The session runs only when the guard check passes (it failed here before the golden build
 	// box stopped baking its project mount into the base: /run/corral/shadow.expect was missing).
-	r := corral(t, dir, nil, "run", "--yes", "--", "sh", "-c", "cat README && findmnt -n -o TARGET --target "+dir+" && cat /etc/corral/mode")
+	// The box resumes the build box's saved state (golden_state.go): what a boot would have made
+	// different must be this box's own: hostname, clock, machine id, the project at its path
+	// (nosuid, as the privilege drop makes it), the git shadow (the session's guard check).
+	probe := "cat README && findmnt -n -o TARGET --target " + dir + " && cat /etc/corral/mode && hostname && date +%s && cat /etc/machine-id" +
+		" && findmnt -n -o OPTIONS --target " + dir + " && ls /sys/bus/acpi/drivers/vmgenid | grep -c QEMUVGID"
+	r := corral(t, dir, nil, "run", "--yes", "--", "sh", "-c", probe)
 	if r.code != 0 {
 		t.Fatalf("first run on a box from the golden base: exit %d: %s", r.code, r.stderr)
 	}
-	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 || lines[0] != "hello" || lines[1] != dir || lines[2] != "broker" {
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 8 || lines[0] != "hello" || lines[1] != dir || lines[2] != "broker" {
 		t.Fatalf("first run printed %q, want the project's README, its mount at %s and mode broker", r.stdout, dir)
+	}
+	if lines[3] != "lima-"+box {
+		t.Errorf("hostname %q, want lima-%s (not the build box's)", lines[3], box)
+	}
+	if sec, err := strconv.ParseInt(lines[4], 10, 64); err != nil || time.Since(time.Unix(sec, 0)).Abs() > 2*time.Minute {
+		t.Errorf("box clock %q is off the host's %d (the saved state's clock was not set again)", lines[4], time.Now().Unix())
+	}
+	if len(lines[5]) != 32 {
+		t.Errorf("machine id %q: want a fresh 32-digit id", lines[5])
+	}
+	if !strings.Contains(","+lines[6]+",", ",nosuid,") {
+		t.Errorf("project mount options %q lack nosuid", lines[6])
+	}
+	if lines[7] != "1" {
+		t.Errorf("VM generation ID device bound to the guest's driver: %q, want 1 (RNG reseed at resume)", lines[7])
+	}
+	// It resumed (the progress names the phase) and did not fall back to a boot.
+	resumed := strings.Index(r.stderr, "resume golden state")
+	if resumed < 0 || strings.Contains(r.stderr[resumed:], "corral: boot") {
+		t.Fatalf("the box did not resume the golden state:\n%s", r.stderr)
 	}
 	gs := goldens(t, dir)
 	if len(gs) != 1 || len(gs[0].Users) != 1 || gs[0].Users[0] != box {
 		t.Fatalf("golden list = %+v, want one base used by %s", gs, box)
 	}
 	g := gs[0]
+	if g.StateSHA256 == "" {
+		t.Fatalf("golden base %s has no saved state", g.Key)
+	}
+	state := filepath.Join(g.Dir, "golden.state")
+	if fi, err := os.Stat(state); err != nil || fi.Mode().Perm() != 0o444 {
+		t.Fatalf("golden state %s: %v, want mode 0444", state, err)
+	}
 	disk := filepath.Join(g.Dir, "golden.qcow2")
 	fi, err := os.Stat(disk)
 	if err != nil || fi.Mode().Perm() != 0o444 {
@@ -139,6 +176,9 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 		if sum := sha256File(t, disk); sum != g.SHA256 {
 			t.Fatalf("golden disk sha256 %s, recorded %s", sum, g.SHA256)
 		}
+		if sum := sha256File(t, state); sum != g.StateSHA256 {
+			t.Fatalf("golden state sha256 %s, recorded %s", sum, g.StateSHA256)
+		}
 		if r := corral(t, dir, nil, "golden", "verify"); r.code != 0 || !strings.Contains(r.stdout, "unchanged") {
 			t.Fatalf("golden verify: exit %d: %s %s", r.code, r.stdout, r.stderr)
 		}
@@ -154,6 +194,36 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 		}
 		if r := corral(t, dir, nil, "undo"); r.code != 1 || !strings.Contains(r.stderr, "no snapshot") {
 			t.Fatalf("undo without snapshots: exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+
+	// A state QEMU cannot load makes the box boot from the golden disk instead, and its session
+	// runs. The plan a box's first start reads is written by hand here (the box already used its
+	// own), naming a state that is not one; the golden base is left alone.
+	t.Run("a state that cannot be resumed falls back to a boot", func(t *testing.T) {
+		if r := corral(t, dir, nil, "stop"); r.code != 0 {
+			t.Fatalf("stop: %s", r.stderr)
+		}
+		bad := filepath.Join(e2eBase, "not-a-state")
+		writeFile(t, bad, "not a QEMU state\n", 0o644)
+		plan, _ := json.Marshal(map[string]string{"state": bad, "golden": disk, "key": g.Key})
+		writeFile(t, filepath.Join(inst, "corral-resume.json"), string(plan), 0o644)
+		r := corral(t, dir, nil, "run", "--", "cat", "README")
+		if r.code != 0 || strings.TrimSpace(r.stdout) != "hello" {
+			t.Fatalf("run after a failed resume: exit %d, stdout %q: %s", r.code, r.stdout, r.stderr)
+		}
+		resumed := strings.Index(r.stderr, "resume golden state")
+		if resumed < 0 || !strings.Contains(r.stderr[resumed:], "corral: boot") {
+			t.Fatalf("want a resume attempt, then a boot:\n%s", r.stderr)
+		}
+		if log, err := os.ReadFile(filepath.Join(suite.home, "logs", "box-"+box+".log")); err != nil || !strings.Contains(string(log), "resuming golden state "+g.Key+" failed") {
+			t.Errorf("the box log does not say the resume failed (%v)", err)
+		}
+		if _, err := os.Stat(filepath.Join(inst, "corral-resume.json")); err == nil {
+			t.Error("the resume plan is still there after the start")
+		}
+		if sum := sha256File(t, disk); sum != g.SHA256 {
+			t.Fatalf("golden disk sha256 %s, recorded %s", sum, g.SHA256)
 		}
 	})
 }
