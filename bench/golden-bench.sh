@@ -7,8 +7,11 @@
 # passed the guest guard check of its mode, and ran a session. One project; PAIRS=N (default 2)
 # pairs of boxes, one at a time, each deleted before the next:
 #   first  run with golden = true and no base: builds the golden base, then the box from it
-#   pair i run --no-golden (from scratch), delete; run (from the golden base, the "second box"), delete
-# At the end the golden disk's sha256 and mtime are compared with their values after the build.
+#   pair i run --no-golden (from scratch), delete; run (from the golden base, the "second box":
+#          it resumes the base's saved state), delete; and, with DISKONLY=1, a box that boots from
+#          the golden disk without resuming (CORRAL_NO_GOLDEN_STATE=1), delete
+# At the end the golden disk's and state's sha256 and mtime are compared with their values after
+# the build.
 # NETWORK=broker|offline sets the project's network mode (default: the policy default, full).
 set -euo pipefail
 U=${BENCH_USER:-corral-ci}
@@ -27,7 +30,10 @@ chmod 755 "$W" "$W/bin" "$BIN"
 chown -R "$U:" "$H" "$W/projects"
 as() { runuser -u "$U" -- env HOME="$H" CORRAL_HOME="$H" PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
   LANG=C.UTF-8 GIT_CONFIG_NOSYSTEM=1 "$@"; }
-gc() { as "$BIN" -C "$P" "$@"; }
+# GC_ENV=NAME=VALUE adds one variable to git corral's environment.
+gc() {
+  if [ -n "${GC_ENV:-}" ]; then as "$GC_ENV" "$BIN" -C "$P" "$@"; else as "$BIN" -C "$P" "$@"; fi
+}
 cleanup() {
   gc delete --yes >/dev/null 2>&1 || true
   for n in $(as env LIMA_HOME="$H/lima" "$LC" --tty=false list --format '{{.Name}}' 2>/dev/null); do
@@ -67,17 +73,22 @@ t "first box, builds the golden base" run --yes -- true
 G=
 for d in "$H"/golden/*/; do G=${d%/}; done
 [ -f "$G/golden.qcow2" ] || { echo "no golden base was built under $H/golden" >&2; exit 1; }
-sum0=$(sha256sum "$G/golden.qcow2" | cut -d' ' -f1)
-mt0=$(stat -c %Y "$G/golden.qcow2")
-echo "golden base: $(du -m "$G/golden.qcow2" | cut -f1) MB, built in $(sed -n 's/.*"buildSeconds": *\([0-9.]*\).*/\1/p' "$G/golden.json") s"
+files=("$G/golden.qcow2")
+[ -f "$G/golden.state" ] && files+=("$G/golden.state")
+sum0=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
+mt0=$(stat -c %Y "${files[@]}" | tr '\n' ' ')
+echo "golden base: disk $(du -m "$G/golden.qcow2" | cut -f1) MB, state $(du -m "$G/golden.state" 2>/dev/null | cut -f1) MB, built in $(sed -n 's/.*"buildSeconds": *\([0-9.]*\).*/\1/p' "$G/golden.json") s"
 for i in $(seq 1 "$PAIRS"); do
   t "pair $i from scratch" run --yes --no-golden -- true
   t "pair $i from golden" run --yes -- true
+  if [ "${DISKONLY:-0}" = 1 ]; then
+    GC_ENV=CORRAL_NO_GOLDEN_STATE=1 t "pair $i golden disk only" run --yes -- true
+  fi
 done
-sum1=$(sha256sum "$G/golden.qcow2" | cut -d' ' -f1)
-mt1=$(stat -c %Y "$G/golden.qcow2")
+sum1=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
+mt1=$(stat -c %Y "${files[@]}" | tr '\n' ' ')
 if [ "$sum0" = "$sum1" ] && [ "$mt0" = "$mt1" ]; then
-  echo "golden base unchanged after $PAIRS boxes used it: sha256 $sum1, mtime $mt1"
+  echo "golden base unchanged after the boxes used it: sha256 of ${files[*]##*/} $sum1, mtime $mt1"
 else
   echo "GOLDEN CHANGED: sha256 $sum0 -> $sum1, mtime $mt0 -> $mt1"
 fi
