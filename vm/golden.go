@@ -54,6 +54,10 @@ type Golden struct {
 	// the base has one (golden_state.go); empty for a disk-only base.
 	StateSHA256 string `json:"stateSha256,omitempty"`
 	StateBytes  int64  `json:"stateBytes,omitempty"`
+	// LimaVersion is the Lima that made the build box (its instance's lima-version): a state
+	// holds that Lima's guest agent and boot state, so only a box made by the same Lima resumes
+	// it; others boot from the disk, where Lima's boot scripts install their own agent.
+	LimaVersion string `json:"limaVersion,omitempty"`
 	// Users are the boxes whose metadata names this base (filled by Goldens).
 	Users []string `json:"users"`
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -124,6 +125,9 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 		return Golden{}, err
 	}
 	if saved != "" {
+		if g.LimaVersion = limaVersion(st.Dir); g.LimaVersion == "" {
+			return Golden{}, fmt.Errorf("build golden base %s: no Lima version in %s", key, st.Dir)
+		}
 		if err := os.Rename(saved, g.StatePath()); err != nil {
 			return Golden{}, err
 		}
@@ -176,7 +180,7 @@ func (m *Manager) CreateFromGolden(ctx context.Context, box string, r Rendered, 
 	if err := overlayDisks(ctx, st.Dir, g.DiskPath()); err != nil {
 		return fmt.Errorf("create box %s from golden base %s: %w", box, g.Key, err)
 	}
-	if g.HasState() && stateCapable(r, noProjectMount) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == "" {
+	if resumable(g, r, noProjectMount, st.Dir) {
 		return planResume(st.Dir, g)
 	}
 	return nil
@@ -227,4 +231,21 @@ func (m *Manager) saveBuildState(ctx context.Context, spec BoxSpec, name, key, n
 		<-started
 	}
 	return out, nil
+}
+
+// limaVersion returns the Lima version limactl recorded in an instance directory, or "".
+func limaVersion(instDir string) string {
+	b, err := os.ReadFile(filepath.Join(instDir, "lima-version"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// resumable reports whether a new box in instDir, rendered as r, resumes g's saved state: g has
+// one, the box has the build box's devices, the same Lima made both, and CORRAL_NO_GOLDEN_STATE
+// is not set.
+func resumable(g Golden, r Rendered, noProjectMount bool, instDir string) bool {
+	return g.HasState() && stateCapable(r, noProjectMount) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == "" &&
+		g.LimaVersion != "" && limaVersion(instDir) == g.LimaVersion
 }

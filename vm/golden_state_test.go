@@ -288,3 +288,39 @@ func TestRetryingSSH(t *testing.T) {
 		t.Fatalf("ssh got\n%s\nwant\n%s", out, want)
 	}
 }
+
+// TestResumable: a box resumes a state only when the base has one, the box has the build box's
+// devices, the same Lima made both, and CORRAL_NO_GOLDEN_STATE is not set.
+func TestResumable(t *testing.T) {
+	inst := t.TempDir()
+	if err := os.WriteFile(filepath.Join(inst, "lima-version"), []byte("1.2.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := Golden{StateSHA256: "abc", LimaVersion: "1.2.2"}
+	r9p := Rendered{MountType: "9p"}
+	t.Setenv("CORRAL_NO_GOLDEN_STATE", "")
+	if !resumable(g, r9p, false, inst) {
+		t.Fatal("a 9p box of the same Lima does not resume")
+	}
+	for name, c := range map[string]struct {
+		g       Golden
+		r       Rendered
+		noMount bool
+		inst    string
+	}{
+		"no state":          {Golden{LimaVersion: "1.2.2"}, r9p, false, inst},
+		"clone mode":        {g, r9p, true, inst},
+		"sshfs":             {g, Rendered{MountType: "reverse-sshfs"}, false, inst},
+		"another Lima":      {Golden{StateSHA256: "abc", LimaVersion: "1.2.1"}, r9p, false, inst},
+		"unknown Lima":      {Golden{StateSHA256: "abc"}, r9p, false, inst},
+		"box without label": {g, r9p, false, t.TempDir()},
+	} {
+		if resumable(c.g, c.r, c.noMount, c.inst) {
+			t.Errorf("%s: resumes", name)
+		}
+	}
+	t.Setenv("CORRAL_NO_GOLDEN_STATE", "1")
+	if resumable(g, r9p, false, inst) {
+		t.Error("CORRAL_NO_GOLDEN_STATE=1: resumes")
+	}
+}
