@@ -10,6 +10,7 @@
 #   pair i run --no-golden (from scratch), delete; run (from the golden base, the "second box":
 #          it resumes the base's saved state), delete; and, with DISKONLY=1, a box that boots from
 #          the golden disk without resuming (CORRAL_NO_GOLDEN_STATE=1), delete
+# then one box of a second project with the same .corral.toml (it resumes the same base).
 # At the end the golden disk's and state's sha256 and mtime are compared with their values after
 # the build.
 # NETWORK=broker|offline sets the project's network mode (default: the policy default, full).
@@ -85,6 +86,15 @@ for i in $(seq 1 "$PAIRS"); do
     GC_ENV=CORRAL_NO_GOLDEN_STATE=1 t "pair $i golden disk only" run --yes -- true
   fi
 done
+# A box of another project of the same recipe and mode: it resumes the same base, and runs
+# again the product scripts that name the project (and the broker port).
+P2=$W/projects/bench-other
+as sh -c "mkdir -p '$P2' && cd '$P2' && git init -q . && echo hello > README && cp '$P/.corral.toml' ."
+BOX2=$(as "$BIN" -C "$P2" info --json | sed -n 's/.*"box": *"\([^"]*\)".*/\1/p' | head -1)
+P_SAVE=$P INST_SAVE=$INST
+P=$P2 INST=$H/lima/$BOX2
+t "another project from golden" run --yes -- true
+P=$P_SAVE INST=$INST_SAVE
 sum1=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
 mt1=$(stat -c %Y "${files[@]}" | tr '\n' ' ')
 if [ "$sum0" = "$sum1" ] && [ "$mt0" = "$mt1" ]; then

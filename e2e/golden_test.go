@@ -184,6 +184,34 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 		}
 	})
 
+	// A base serves every project of its recipe and mode: a second project's first box resumes
+	// the same base (the product scripts that name the other project run again in it) and passes
+	// every guard with its own project mounted at its own path.
+	t.Run("another project resumes the same base", func(t *testing.T) {
+		dir2 := newProject(t, "golden-other")
+		box2 := boxName(t, dir2)
+		cleanupBox(t, box2)
+		writeFile(t, filepath.Join(dir2, ".corral.toml"), "golden = true\nnetwork = \"broker\"\n", 0o644)
+		r := corral(t, dir2, nil, "run", "--yes", "--", "sh", "-c", "cat README && findmnt -n -o TARGET --target "+dir2+" && hostname && sudo -n /usr/local/libexec/corral/guard-check")
+		if r.code != 0 {
+			t.Fatalf("second project: exit %d: %s", r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, "building golden base") || !strings.Contains(r.stderr, "resume golden state") {
+			t.Fatalf("the second project's box did not resume the existing base:\n%s", r.stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 4 || lines[0] != "hello" || lines[1] != dir2 || lines[2] != "lima-"+box2 || !strings.Contains(lines[3], `"ok":true`) {
+			t.Fatalf("second project's box printed %q: want its README, its mount at %s, its hostname and a passing deep guard check", r.stdout, dir2)
+		}
+		gs := goldens(t, dir2)
+		if len(gs) != 1 || gs[0].Key != g.Key || len(gs[0].Users) != 2 {
+			t.Fatalf("golden list = %+v, want base %s used by both boxes", gs, g.Key)
+		}
+		if r := corral(t, dir2, nil, "delete", "--yes"); r.code != 0 {
+			t.Fatalf("delete: %s", r.stderr)
+		}
+	})
+
 	t.Run("snapshot list and delete", func(t *testing.T) {
 		r := corral(t, dir, nil, "snapshot", "list", "--json")
 		if r.code != 0 || !strings.Contains(r.stdout, `"name": "before"`) {

@@ -203,10 +203,15 @@ func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (str
 	if !spec.Golden {
 		return "", m.Create(ctx, spec.Box, r.YAML, spec.Progress)
 	}
-	key := GoldenKey(r.Image, spec.Config, spec.Bundle)
+	key := GoldenKey(r.Image, spec.Config, spec.Bundle, spec.GoldenBox(r))
 	g, err := m.EnsureGolden(ctx, spec, key)
 	if err != nil {
 		return "", fmt.Errorf("%w (--no-golden or golden = false creates the box from scratch)", err)
 	}
 	return key, m.CreateFromGolden(ctx, spec.Box, r, g, spec.NoProjectMount, spec.Progress)
+}
+
+// GoldenBox is what of spec's box its golden key depends on besides the recipe.
+func (spec BoxSpec) GoldenBox(r Rendered) GoldenBox {
+	return GoldenBox{ProjectDir: spec.ProjectDir, BrokerPort: spec.BrokerPort, State: stateCapable(r, spec.NoProjectMount) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == ""}
 }

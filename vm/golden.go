@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,23 +72,51 @@ func (g Golden) StatePath() string { return filepath.Join(g.Dir, GoldenStateFile
 // HasState reports whether the base has a saved running state.
 func (g Golden) HasState() bool { return g.StateSHA256 != "" }
 
-// GoldenKey hashes a box's guest recipe: the image, the box disk size, the packages and the
-// product's guest scripts in the bundle (Bundle.Recipe). It leaves out the mounts, the git shadow
-// script and the repository's own provision scripts, which are per box and run in every box at
-// its own boots; the product scripts still carry the project path and the network mode.
-func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle) string {
+// GoldenBox is what of one box its golden key depends on besides its recipe.
+type GoldenBox struct {
+	// ProjectDir and BrokerPort are masked out of the recipe's scripts: a base serves every
+	// project (and every broker port) of the same recipe otherwise. That is safe by
+	// construction: a box that boots from a base runs every product script at each boot, and a
+	// box that resumes a base's state runs again every script that is not byte for byte one the
+	// build box ran (golden_state.go).
+	ProjectDir string
+	BrokerPort int
+	// State is whether the box can resume a saved state (stateCapable): such boxes get bases
+	// with one, built with their devices, and the state fixes the CPUs and memory.
+	State bool
+}
+
+// GoldenKey hashes a box's guest recipe: the image, the box disk size, the packages, the
+// product's guest scripts in the bundle (Bundle.Recipe) with the project path and broker port
+// masked, the seals, and for a state base the CPUs and memory. It leaves out the mounts, the git
+// shadow script and the repository's own provision scripts, which are per box and run in every
+// box; the product scripts still carry the network mode, so each mode has its own base.
+func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "golden/2\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
+	fmt.Fprintf(h, "golden/3\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
+	if box.State {
+		fmt.Fprintf(h, "state\x00cpus\x00%d\x00memory\x00%s\x00", cfg.CPUs, cfg.Memory)
+	}
 	pk := append([]string(nil), cfg.Packages...)
 	sort.Strings(pk)
 	for _, p := range pk {
 		fmt.Fprintf(h, "package\x00%s\x00", p)
 	}
+	mask := func(body string) string {
+		if box.ProjectDir != "" {
+			body = strings.ReplaceAll(body, box.ProjectDir, "\x00project\x00")
+		}
+		if box.BrokerPort != 0 {
+			body = strings.ReplaceAll(body, strconv.Itoa(box.BrokerPort), "\x00port\x00")
+		}
+		return body
+	}
 	// The seals are part of the base (the state's seal also waits in its saved memory), so a
 	// changed seal makes a new base.
 	for _, s := range append(b.Recipe().Scripts, goldenSealScript(), stateSealScript("", "/", nil)) {
-		fmt.Fprintf(h, "script\x00%s\x00%s\x00%d\x00", s.Name, s.Mode, len(s.Body))
-		io.WriteString(h, s.Body)
+		body := mask(s.Body)
+		fmt.Fprintf(h, "script\x00%s\x00%s\x00%d\x00", s.Name, s.Mode, len(body))
+		io.WriteString(h, body)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -60,7 +60,7 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	if err != nil {
 		return Golden{}, err
 	}
-	state := stateCapable(probe, spec.NoProjectMount) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == ""
+	state := spec.GoldenBox(probe).State
 	nonce := ""
 	if state {
 		if nonce, err = newNonce(); err != nil {

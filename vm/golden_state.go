@@ -199,7 +199,12 @@ mount -o ro,mode=0700,dmode=0700,overriderockperm,exec,uid=0 "$loopdev" /mnt/lim
 grep -q "$(hostname)" /mnt/lima-cidata/meta-data && { echo "corral: the cidata disc still names the build box" >&2; exit 1; }
 echo "corral: cidata $(sed -n 's/^local-hostname: *//p' /mnt/lima-cidata/meta-data), $(blockdev --getsize64 "$loopdev") bytes"
 /usr/local/sbin/lima-init early || { echo "corral: lima-init early failed" >&2; exit 1; }
-mountpoint -q "$PROJECT_DIR" || { echo "corral: the project is not mounted at $PROJECT_DIR" >&2; exit 1; }
+# This box's project (a base serves every project of its recipe): lima-init's fstab entries.
+BOX_DIRS=$(awk '/# lima-init$/ && $3 == "9p" { print $2 }' /etc/fstab)
+[ -n "$BOX_DIRS" ] || { echo "corral: this box mounts no project" >&2; exit 1; }
+for d in $BOX_DIRS; do
+	mountpoint -q "$d" || { echo "corral: the project is not mounted at $d" >&2; exit 1; }
+done
 # The seal emptied /etc/machine-id for boxes that boot from the base; this box gets its own now
 # (the kernel has reseeded its RNG from the new VM generation ID). Running services keep the
 # build box's until the box's next boot.
@@ -210,7 +215,9 @@ fi
 cp /mnt/lima-cidata/meta-data /run/lima-ssh-ready
 if [ "$(cat /etc/corral/mode 2>/dev/null)" != full ]; then
 	# What 30-privdrop does at a boot for the mount and the sudoers entry lima-init rewrote.
-	mount -o remount,nosuid,nodev "$PROJECT_DIR"
+	for d in $BOX_DIRS; do
+		mount -o remount,nosuid,nodev "$d"
+	done
 	rm -f /etc/sudoers.d/90-cloud-init-users /etc/sudoers.d/90-lima-user
 fi
 code=0

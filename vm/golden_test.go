@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,7 @@ func TestGoldenKey(t *testing.T) {
 		return c, provision.Bundle{Scripts: []provision.Script{{Name: "10-base.sh", Mode: provision.ModeSystem, Body: "true\n"}}}
 	}
 	c0, b0 := base()
-	k0 := GoldenKey(img, c0, b0)
+	k0 := GoldenKey(img, c0, b0, GoldenBox{})
 	changes := map[string]func(c *policy.Config, b *provision.Bundle, i *Image){
 		"image":        func(_ *policy.Config, _ *provision.Bundle, i *Image) { i.Hash = "bbbb" },
 		"disk":         func(c *policy.Config, _ *provision.Bundle, _ *Image) { c.Disk = "20GiB" },
@@ -37,7 +38,7 @@ func TestGoldenKey(t *testing.T) {
 		c, b := base()
 		i := img
 		change(c, &b, &i)
-		if GoldenKey(i, c, b) == k0 {
+		if GoldenKey(i, c, b, GoldenBox{}) == k0 {
 			t.Errorf("%s changed but the golden key did not", name)
 		}
 	}
@@ -46,7 +47,7 @@ func TestGoldenKey(t *testing.T) {
 	for _, name := range []string{provision.GitShadowScriptName, provision.RepoScriptPrefix + "01-setup-sh.sh"} {
 		c, b := base()
 		b.Scripts = append(b.Scripts, provision.Script{Name: name, Mode: provision.ModeSystem, Body: "echo per box\n"})
-		if GoldenKey(img, c, b) != k0 {
+		if GoldenKey(img, c, b, GoldenBox{}) != k0 {
 			t.Errorf("per-box script %s changed the golden key", name)
 		}
 	}
@@ -59,8 +60,57 @@ func TestGoldenKey(t *testing.T) {
 	for name, change := range same {
 		c, b := base()
 		change(c)
-		if GoldenKey(img, c, b) != k0 {
+		if GoldenKey(img, c, b, GoldenBox{}) != k0 {
 			t.Errorf("%s changed the golden key: it is per box, not part of the guest recipe", name)
+		}
+	}
+}
+
+// TestGoldenKeyAcrossProjects: the project path and the broker port are masked out of the
+// recipe's scripts, so boxes of two projects (or a broker box made again with a new port) share
+// a base; the network mode, which the scripts carry, still separates bases; a state base also
+// depends on the CPUs and memory its saved state was made with.
+func TestGoldenKeyAcrossProjects(t *testing.T) {
+	img := Image{Hash: "aaaa"}
+	c := policy.Default()
+	bundle := func(dir, mode string, port int) provision.Bundle {
+		return provision.Bundle{Scripts: []provision.Script{
+			{Name: "10-base.sh", Mode: provision.ModeSystem, Body: "MODE=" + mode + "\nPROJECT_DIR='" + dir + "'\n"},
+			{Name: "20-lockdown.sh", Mode: provision.ModeSystem, Body: fmt.Sprintf("tcp dport %d accept\n", port)},
+		}}
+	}
+	key := func(dir, mode string, port int, state bool) string {
+		return GoldenKey(img, c, bundle(dir, mode, port), GoldenBox{ProjectDir: dir, BrokerPort: port, State: state})
+	}
+	a := key("/home/u/a", "broker", 40001, true)
+	if b := key("/srv/other project", "broker", 40002, true); b != a {
+		t.Errorf("two projects with two broker ports: keys %s and %s, want one base", a, b)
+	}
+	if b := key("/home/u/a", "offline", 40001, true); b == a {
+		t.Error("the network mode did not change the key")
+	}
+	if b := key("/home/u/a", "broker", 40001, false); b == a {
+		t.Error("a disk-only base shares the key of a state base")
+	}
+	// Masking only what the box names: a script that differs otherwise still changes the key.
+	b := bundle("/home/u/a", "broker", 40001)
+	b.Scripts[0].Body += "extra\n"
+	if GoldenKey(img, c, b, GoldenBox{ProjectDir: "/home/u/a", BrokerPort: 40001, State: true}) == a {
+		t.Error("a changed script body kept the key")
+	}
+	for name, change := range map[string]func(c *policy.Config){
+		"cpus":   func(c *policy.Config) { c.CPUs++ },
+		"memory": func(c *policy.Config) { c.Memory = "8GiB" },
+	} {
+		c2 := *c
+		change(&c2)
+		box := GoldenBox{ProjectDir: "/home/u/a", BrokerPort: 40001}
+		if GoldenKey(img, &c2, bundle("/home/u/a", "broker", 40001), box) != GoldenKey(img, c, bundle("/home/u/a", "broker", 40001), box) {
+			t.Errorf("%s changed a disk-only base's key", name)
+		}
+		box.State = true
+		if GoldenKey(img, &c2, bundle("/home/u/a", "broker", 40001), box) == a {
+			t.Errorf("%s did not change a state base's key", name)
 		}
 	}
 }

@@ -115,7 +115,8 @@ func (a *app) goldenBuild(ctx context.Context, m *vm.Manager, jsonOut bool) erro
 		return err
 	}
 	m.DecideTCG(ctx, r.Image, a.notice)
-	g, err := m.EnsureGolden(ctx, spec, vm.GoldenKey(r.Image, cfg, spec.Bundle))
+	spec.BrokerPort = meta.BrokerPort
+	g, err := m.EnsureGolden(ctx, spec, vm.GoldenKey(r.Image, cfg, spec.Bundle, spec.GoldenBox(r)))
 	spec.Progress.Done("golden base", err)
 	if err != nil {
 		return withHint(err, "'git corral logs' shows what Lima said")
