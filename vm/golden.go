@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,9 @@ func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox)
 		fmt.Fprintf(h, "package\x00%s\x00", p)
 	}
 	mask := func(body string) string {
+		// First the digests and the heredoc tags made from them (the guard check pins the
+		// rendered ruleset's sha256, which names the broker port), then the box's own values.
+		body = hexRun.ReplaceAllString(body, "\x00hex\x00")
 		if box.ProjectDir != "" {
 			body = strings.ReplaceAll(body, box.ProjectDir, "\x00project\x00")
 		}
@@ -120,6 +124,9 @@ func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
+
+// hexRun matches the hex digests in rendered scripts.
+var hexRun = regexp.MustCompile(`[0-9a-f]{16,}`)
 
 // GoldenRoot is where golden bases live.
 func (m *Manager) GoldenRoot() string { return filepath.Join(m.Home.Dir, "golden") }

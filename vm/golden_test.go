@@ -2,10 +2,12 @@ package vm
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,6 +79,8 @@ func TestGoldenKeyAcrossProjects(t *testing.T) {
 		return provision.Bundle{Scripts: []provision.Script{
 			{Name: "10-base.sh", Mode: provision.ModeSystem, Body: "MODE=" + mode + "\nPROJECT_DIR='" + dir + "'\n"},
 			{Name: "20-lockdown.sh", Mode: provision.ModeSystem, Body: fmt.Sprintf("tcp dport %d accept\n", port)},
+			// The guard check pins the ruleset's digest, which the port changes.
+			{Name: "10-base-check.sh", Mode: provision.ModeSystem, Body: fmt.Sprintf("RULESET_SHA256='%x'\n<<'CORRAL_EOF_%.16x'\n", sha256.Sum256([]byte(strconv.Itoa(port))), sha256.Sum256([]byte(dir)))},
 		}}
 	}
 	key := func(dir, mode string, port int, state bool) string {
