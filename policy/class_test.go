@@ -27,7 +27,7 @@ func TestProjectOK(t *testing.T) {
 		{`idle_stop = "45m"`, func(c *Config) any { return c.IdleStop }, 45 * time.Minute},
 		{`default_agent = "claude --yolo"`, func(c *Config) any { return c.DefaultAgent }, "claude --yolo"},
 		{`stop_on_exit = true`, func(c *Config) any { return c.StopOnExit }, true},
-		{`golden = true`, func(c *Config) any { return c.Golden }, true},
+		{`golden = false`, func(c *Config) any { return c.Golden }, false},
 		{`snapshot = true`, func(c *Config) any { return c.Snapshot }, true},
 		{`snapshots_keep = 5`, func(c *Config) any { return c.SnapshotsKeep }, 5},
 	}

@@ -67,7 +67,8 @@ type Config struct {
 	// StopOnExit is `stop_on_exit`: stop the box when the last session ends.
 	StopOnExit bool
 	// Golden is `golden`: start new boxes from a shared, read-only golden base of their guest
-	// recipe (image, packages, product guest scripts) instead of from scratch. Default on.
+	// recipe (image, packages, product guest scripts) instead of from scratch, resuming its saved
+	// state. Default on.
 	Golden bool
 	// Snapshot is `snapshot`: take a disk snapshot before each session so it can be undone.
 	Snapshot bool
@@ -119,7 +120,7 @@ func Default() *Config {
 		GitIdentity:        "host",
 		AgentState:         "shared",
 		GitTokens:          map[string]string{},
-		Golden:             false,
+		Golden:             true,
 		SnapshotsKeep:      3,
 	}
 }

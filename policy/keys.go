@@ -97,7 +97,7 @@ var keys = []KeySpec{
 		Doc:   "Disk size of the box (KiB, MiB, GiB, TiB). From the repository, at most the free space of the host's $CORRAL_HOME.",
 		field: func(c *Config) any { return &c.Disk }},
 	{Name: "golden", Class: ProjectOK, Kind: KindBool, Example: "false",
-		Doc:   "Start new boxes from a shared read-only golden base of the same guest recipe (image, packages, product guest scripts) instead of from scratch. A box resumes the base's saved running state instead of booting (about a fifth of a boot's time under software emulation). One base serves every project of the same recipe and network mode. Off by default: the first box of a recipe and mode boots once more to build the base, which takes about 0.9 GB; the git shadow and the repository's own provision scripts still run in every box.",
+		Doc:   "Start new boxes from a shared read-only golden base of the same guest recipe (image, packages, product guest scripts) and network mode, resuming the running state saved when it was built instead of booting (about a fifth of a boot's time under software emulation). On by default for boxes that mount their project on 9p (QEMU); clone-mode and other boxes are made from scratch. The first box of a recipe and mode boots once more to build the base (about 0.9 GB, one per mode, shared by every project); the git shadow and the repository's own provision scripts still run in every box. false, or --no-golden, makes a box from scratch.",
 		field: func(c *Config) any { return &c.Golden }},
 	{Name: "hide", Class: ProjectOK, Kind: KindStrings, Example: `["secrets/"]`,
 		Doc:   "Repository-relative paths hidden from the box. Never `.git`, never escaping the repository.",

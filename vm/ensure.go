@@ -197,10 +197,12 @@ func (m *Manager) checkMountMode(spec BoxSpec, st Status) error {
 	return nil
 }
 
-// createDisk creates the box's instance, from its golden base when spec.Golden, and returns the
-// golden key used ("" from scratch).
+// createDisk creates the box's instance, from its golden base when spec.Golden and the box can
+// resume a saved state (QEMU, the project on 9p: stateCapable), and returns the golden key used
+// ("" from scratch). Other boxes (clone mode, reverse-sshfs, macOS) are made from scratch: a
+// base they could only boot from would cost them an extra boot and save them none.
 func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (string, error) {
-	if !spec.Golden {
+	if !spec.Golden || !stateCapable(r, spec.NoProjectMount) {
 		return "", m.Create(ctx, spec.Box, r.YAML, spec.Progress)
 	}
 	key := GoldenKey(r.Image, spec.Config, spec.Bundle, spec.GoldenBox(r))
