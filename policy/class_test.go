@@ -29,6 +29,7 @@ func TestProjectOK(t *testing.T) {
 		{`stop_on_exit = true`, func(c *Config) any { return c.StopOnExit }, true},
 		{`golden = false`, func(c *Config) any { return c.Golden }, false},
 		{`snapshot = true`, func(c *Config) any { return c.Snapshot }, true},
+		{`snapshot = "auto"`, func(c *Config) any { return c.Snapshot }, true},
 		{`snapshots_keep = 5`, func(c *Config) any { return c.SnapshotsKeep }, 5},
 	}
 	for _, tc := range ok {
@@ -69,6 +70,7 @@ func TestProjectOK(t *testing.T) {
 		{`idle_stop = "-1s"`, "idle_stop", "duration"},
 		{`default_agent = "claude\u001b]0;x\u0007"`, "default_agent", "control character"},
 		{`stop_on_exit = "yes"`, "stop_on_exit", "must be a boolean, not a string"},
+		{`snapshot = "always"`, "snapshot", `must be true, false or one of "auto", "off", not "always"`},
 	}
 	for _, tc := range bad {
 		t.Run("bad/"+tc.toml, func(t *testing.T) {

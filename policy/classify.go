@@ -11,6 +11,8 @@ package policy
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -109,9 +111,26 @@ func shape(spec *KeySpec, e entry) (*setting, string) {
 	if len(e.path) != 1 || e.table {
 		return nil, fmt.Sprintf("must be a %s, not a table", spec.Kind)
 	}
+	if w, ok := e.value.(string); ok && spec.Kind == KindBool && spec.Words != nil {
+		if b, ok := spec.Words[w]; ok {
+			s.value = b
+			return s, ""
+		}
+		return nil, fmt.Sprintf("must be true, false or one of %s, not %q", wordList(spec.Words), w)
+	}
 	v, problem := convert(spec.Kind, e.value)
 	s.value = v
 	return s, problem
+}
+
+// wordList quotes a boolean key's words, sorted: "auto", "off".
+func wordList(words map[string]bool) string {
+	var q []string
+	for w := range words {
+		q = append(q, strconv.Quote(w))
+	}
+	sort.Strings(q)
+	return strings.Join(q, ", ")
 }
 
 // convert checks a TOML value against kind and returns it as the Go type the kind uses.

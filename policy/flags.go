@@ -45,8 +45,10 @@ func flagSetting(spec *KeySpec, text string) (setting, string) {
 		n, err = strconv.Atoi(text)
 		s.value = n
 	case KindBool:
-		var b bool
-		b, err = strconv.ParseBool(text)
+		b, ok := spec.Words[text]
+		if !ok {
+			b, err = strconv.ParseBool(text)
+		}
 		s.value = b
 	case KindDuration:
 		var d time.Duration

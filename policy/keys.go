@@ -76,6 +76,8 @@ type KeySpec struct {
 	Why string
 	// Order lists the allowed values of an enumeration, loosest first.
 	Order []string
+	// Words are string spellings a boolean key also takes, with their values (snapshot = "auto").
+	Words map[string]bool
 	// Example is a TOML value for the commented template.
 	Example string
 	// field returns a pointer to the Config field the key fills.
@@ -114,11 +116,11 @@ var keys = []KeySpec{
 	{Name: "provision", Class: ProjectOK, Kind: KindStrings, Example: `["scripts/provision.sh"]`,
 		Doc:   "Repository-relative provision scripts run in the guest, in order, after review (`git corral review`). Regular files inside the repository only, no symlinks, never under `.git`.",
 		field: func(c *Config) any { return &c.Provision }},
-	{Name: "snapshot", Class: ProjectOK, Kind: KindBool, Example: "false",
-		Doc:   "Take a disk snapshot before each session so that it can be undone.",
+	{Name: "snapshot", Class: ProjectOK, Kind: KindBool, Example: `"auto"`, Words: map[string]bool{"auto": true, "off": false},
+		Doc:   "`\"auto\"` (or true): take a disk snapshot of the stopped box when a session starts it, so that `git corral undo` can restore it; `\"off\"` (or false, the default) takes none.",
 		field: func(c *Config) any { return &c.Snapshot }},
 	{Name: "snapshots_keep", Class: ProjectOK, Kind: KindInt, Example: "3",
-		Doc:   "How many automatic snapshots (`snapshot = true`) a box keeps; older ones are deleted. Named snapshots are never deleted by this.",
+		Doc:   "How many automatic snapshots (`snapshot = \"auto\"`) a box keeps; older ones are deleted. Named snapshots are never deleted by this.",
 		field: func(c *Config) any { return &c.SnapshotsKeep }},
 	{Name: "stop_on_exit", Class: ProjectOK, Kind: KindBool, Example: "false",
 		Doc:   "Stop the box when its last session ends.",

@@ -120,7 +120,7 @@ func (a *app) newestSnapshot(ctx context.Context, m *vm.Manager, box string) (st
 	}
 	if len(snaps) == 0 {
 		return "", withHint(fmt.Errorf("undo box %s: the box has no snapshot", box),
-			"'git corral snapshot create' takes one; snapshot = true in the config takes one at each session start")
+			"'git corral snapshot create' takes one; snapshot = \"auto\" in the config takes one at each session start")
 	}
 	return snaps[len(snaps)-1].Name, nil
 }
@@ -169,7 +169,7 @@ func (a *app) printSnapshot(doc snapshotDoc, jsonOut bool) error {
 }
 
 // beforeSession is what happens on the way to a session, before the box is booted: the process
-// marks the box in use (for idle stop), stops other idle boxes, and with snapshot = true takes
+// marks the box in use (for idle stop), stops other idle boxes, and with snapshot = "auto" takes
 // an automatic snapshot of a stopped box, keeping snapshots_keep. Failures here are notices:
 // they never block the session.
 func (a *app) beforeSession(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config) {
