@@ -83,7 +83,7 @@ const qemuWrapper = `#!/bin/sh
 case " $* " in
 *" -pidfile "*)
 	if [ "${CORRAL_QEMU_VMGENID:-}" = 1 ]; then
-		set -- "$@" -device vmgenid
+		set -- "$@" -device vmgenid -global migration.store-global-state=off
 	fi
 	if [ -n "${CORRAL_QEMU_STATE:-}" ]; then
 		set -- "$@" -incoming 'exec:cat -- "$CORRAL_QEMU_STATE"'
@@ -295,8 +295,12 @@ func waitSerial(ctx context.Context, log, nonce string, start <-chan error) (str
 	}
 }
 
-// qmpSaveState saves the running VM behind the QMP socket sock into dest ("migrate" to a file,
-// which leaves the VM stopped) and then ends QEMU.
+// qmpSaveState stops the VM behind the QMP socket sock, saves it into dest ("migrate" to a
+// file) and ends QEMU. The VM is stopped first: a live migration under multi-threaded TCG once
+// saved a state whose kernel then spun in the slab allocator on one vCPU (a write the dirty
+// tracking missed, most likely); a stopped VM is saved in one consistent pass. Because the build
+// box's QEMU runs with migration.store-global-state=off (qemuWrapper), the saved state carries no
+// run state, and a QEMU that loads it starts the VM as if it had been running.
 func qmpSaveState(ctx context.Context, sock, dest string) error {
 	if strings.ContainsAny(dest, "\x00\n\r") {
 		return fmt.Errorf("state path %q contains a newline", dest)
@@ -346,6 +350,9 @@ func qmpSaveState(ctx context.Context, sock, dest string) error {
 		return fmt.Errorf("QMP: %w", err)
 	}
 	if _, err := exec("qmp_capabilities", nil); err != nil {
+		return err
+	}
+	if _, err := exec("stop", nil); err != nil {
 		return err
 	}
 	if _, err := exec("migrate", map[string]string{"uri": "exec:cat > " + shellQuote(dest)}); err != nil {
@@ -434,7 +441,9 @@ func (m *Manager) startResumed(ctx context.Context, box, instDir string, rp resu
 	}
 	if err == nil {
 		p.Phase("resume golden state")
-		err = m.runWith(ctx, box, p, env, "start", "--timeout", "5m", box)
+		// A resume that works is ready in well under a minute even on a loaded machine; one that
+		// hangs should not hold the user for long before the boot.
+		err = m.runWith(ctx, box, p, env, "start", "--timeout", "2m", box)
 		if err == nil {
 			return nil
 		}

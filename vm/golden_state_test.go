@@ -75,7 +75,7 @@ func TestQemuWrapper(t *testing.T) {
 		t.Errorf("probe got %q, want it unchanged", got)
 	}
 	got := runWrapper(env, "-m", "2048", "-pidfile", "/x/qemu.pid")
-	want := []string{"-m", "2048", "-pidfile", "/x/qemu.pid", "-device", "vmgenid", "-incoming", `exec:cat -- "$CORRAL_QEMU_STATE"`}
+	want := []string{"-m", "2048", "-pidfile", "/x/qemu.pid", "-device", "vmgenid", "-global", "migration.store-global-state=off", "-incoming", `exec:cat -- "$CORRAL_QEMU_STATE"`}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("VM start got %q, want %q", got, want)
 	}
@@ -85,7 +85,7 @@ func TestQemuWrapper(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = runWrapper(buildEnv, "-pidfile", "/x/qemu.pid")
-	if strings.Join(got, " ") != "-pidfile /x/qemu.pid -device vmgenid" {
+	if strings.Join(got, " ") != "-pidfile /x/qemu.pid -device vmgenid -global migration.store-global-state=off" {
 		t.Errorf("build box start got %q", got)
 	}
 	if _, err := m.qemuEnv("/a\nb"); err == nil {
