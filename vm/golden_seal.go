@@ -52,21 +52,27 @@ func sealScript(root string) string {
 	}, "\n")
 }
 
-// goldenSealScript is the build box's last provision script: it notes which provision scripts
-// failed before it (Lima's boot.sh goes on past a failed one), stops the random seed service
-// (which writes the seed again when it stops), seals, and marks the seal done.
-func goldenSealScript() provision.Script {
-	body := `#!/bin/sh
-# git corral: seal the golden build box's disk before it is stopped and flattened (vm/golden_seal.go).
-set -eu
+// sealPreamble starts both seals: it records the provision scripts that failed before it.
+const sealPreamble = `set -eu
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 install -d -m 0755 /run/corral
 { journalctl --sync 2>/dev/null || true; journalctl -b -o cat --no-pager 2>/dev/null || true; } |
 	{ grep 'WARNING: Failed to execute' || true; } >` + goldenFailuresFile + `
 chmod 0644 ` + goldenFailuresFile + `
-systemctl stop systemd-random-seed.service 2>/dev/null || true
-` + sealScript("") + `: >` + goldenSealedFile + "\n"
+`
+
+// sealDisk stops the random seed service (which writes the seed again when it stops), seals the
+// running box's disk in a subshell and marks the seal done.
+var sealDisk = "systemctl stop systemd-random-seed.service 2>/dev/null || true\n(\n" + sealScript("") + ")\n: >" + goldenSealedFile + "\n"
+
+// goldenSealScript is the build box's last provision script: it notes which provision scripts
+// failed before it (Lima's boot.sh goes on past a failed one), stops the random seed service
+// (which writes the seed again when it stops), seals, and marks the seal done.
+func goldenSealScript() provision.Script {
+	body := `#!/bin/sh
+# git corral: seal the golden build box's disk before it is stopped and flattened (vm/golden_seal.go).
+` + sealPreamble + sealDisk
 	return provision.Script{Name: goldenSealName, Mode: provision.ModeSystem, Body: body}
 }
 

@@ -25,7 +25,7 @@ import (
 	"github.com/git-corral/git-corral/provision"
 )
 
-// A golden state is the golden build box's memory, saved while it runs, next to its disk. Under
+// A golden state is the golden build box's memory, saved at the end of its boot, next to its disk. Under
 // software emulation a box's boot (kernel, systemd, Lima's and git corral's per-boot scripts) is
 // most of the time to a ready box, and a disk base cannot skip it; a new box that resumes the
 // build box's memory skips all of it.
@@ -39,9 +39,9 @@ import (
 //     unmounts the build mount (QEMU refuses to save a VM whose 9p export is mounted, REPORT.md
 //     quirk 7), notes the cidata disc's identity, prints a ready line with a nonce on the serial
 //     console, and waits — inside Lima's boot.sh, before it has written /run/lima-boot-done.
-//   - The host sees the line in serial.log and saves the running VM through QMP ("migrate" to a
-//     file), which also stops it; the disk is flattened as for a disk-only base, so disk and
-//     memory are from the same instant.
+//   - The host sees the line in serial.log, stops the VM and saves it through QMP ("migrate" to
+//     a file, qmpSaveState), then ends QEMU; the disk is flattened as for a disk-only base, so
+//     disk and memory are from the same instant.
 //   - A new box gets its disk overlays from the base and, at its first start only, QEMU runs
 //     with "-incoming" from the state. The guest goes on where the build box stopped: the waiting
 //     script sees a different cidata disc (each box's own, with its hostname, mounts and
@@ -52,8 +52,10 @@ import (
 //     boot.sh finishes and writes /run/lima-boot-done for this box, and Lima says READY.
 //   - The guest kernel reseeds its random number generator when the VM generation ID changes
 //     (Linux ≥ 5.18), so boxes resumed from one state do not share a random stream. They do
-//     share what the build box's boot made in memory: boot id, machine id, SSH host keys (the
-//     last also with a disk-only base); SECURITY.md says so.
+//     share what the build box's boot made in memory: boot id, the running services' machine id
+//     (the file gets a fresh one), SSH host keys (also with a disk-only base); SECURITY.md says so.
+//   - Only a box made by the same Lima as the build box resumes (resumable), and the state
+//     fixes the CPUs and memory, which are in the base's key.
 //   - If QEMU cannot resume (another QEMU, memory or device set), the box boots from the disk
 //     base instead (disk-only golden), with fresh overlays.
 
@@ -236,30 +238,20 @@ exit "$code"
 `
 	body := `#!/bin/sh
 # git corral: seal the golden build box and let the host save its running state (vm/golden_state.go).
-set -eu
-PATH=/usr/sbin:/usr/bin:/sbin:/bin
-export PATH
-install -d -m 0755 /run/corral
-{ journalctl --sync 2>/dev/null || true; journalctl -b -o cat --no-pager 2>/dev/null || true; } |
-	{ grep 'WARNING: Failed to execute' || true; } >` + goldenFailuresFile + `
-chmod 0644 ` + goldenFailuresFile + `
-if [ -s ` + goldenFailuresFile + ` ]; then
+` + sealPreamble + `if [ -s ` + goldenFailuresFile + ` ]; then
 	echo "` + stateFailedLine + nonce + `" >/dev/console
 	cat ` + goldenFailuresFile + ` >/dev/console
 	exit 1
 fi
+resumable=1
 if [ ! -x /usr/local/sbin/lima-init ] || [ ! -b /dev/sr0 ] || ! command -v blkid >/dev/null || ! command -v hwclock >/dev/null; then
+	# Not an image this resume knows: a disk-only base (the build box goes on to READY).
+	resumable=0
+fi
+` + sealDisk + `if [ "$resumable" = 0 ]; then
 	echo "` + stateUnsupportedLine + nonce + `" >/dev/console
-	systemctl stop systemd-random-seed.service 2>/dev/null || true
-	(
-` + sealScript("") + `)
-	: >` + goldenSealedFile + `
 	exit 0
 fi
-systemctl stop systemd-random-seed.service 2>/dev/null || true
-(
-` + sealScript("") + `)
-: >` + goldenSealedFile + `
 cat >/run/corral/golden-resume <<'CORRAL_RESUME_EOF'
 ` + resume + `CORRAL_RESUME_EOF
 chmod 0700 /run/corral/golden-resume
