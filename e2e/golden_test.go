@@ -203,7 +203,7 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 		box2 := boxName(t, dir2)
 		cleanupBox(t, box2)
 		writeFile(t, filepath.Join(dir2, ".corral.toml"), "golden = true\nnetwork = \"broker\"\n", 0o644)
-		r := corral(t, dir2, nil, "run", "--yes", "--", "sh", "-c", "cat README && findmnt -n -o TARGET --target "+dir2+" && hostname && sudo -n /usr/local/libexec/corral/guard-check")
+		r := corral(t, dir2, nil, "run", "--yes", "--", "sh", "-c", "cat README && findmnt -n -o TARGET --target "+dir2+" && hostname && sudo -n /usr/local/libexec/corral/guard-check && grep -cF \"PROJECT_DIR='"+dir2+"'\" /usr/local/libexec/corral/guard-check")
 		if r.code != 0 {
 			t.Fatalf("second project: exit %d: %s", r.code, r.stderr)
 		}
@@ -211,8 +211,10 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 			t.Fatalf("the second project's box did not resume the existing base:\n%s", r.stderr)
 		}
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-		if len(lines) != 4 || lines[0] != "hello" || lines[1] != dir2 || lines[2] != "lima-"+box2 || !strings.Contains(lines[3], `"ok":true`) {
-			t.Fatalf("second project's box printed %q: want its README, its mount at %s, its hostname and a passing deep guard check", r.stdout, dir2)
+		// The last line proves the base files were written again for this project: the guard
+		// check the base's memory came with names the first project.
+		if len(lines) != 5 || lines[0] != "hello" || lines[1] != dir2 || lines[2] != "lima-"+box2 || !strings.Contains(lines[3], `"ok":true`) || lines[4] != "1" {
+			t.Fatalf("second project's box printed %q: want its README, its mount at %s, its hostname, a passing deep guard check and a guard check naming its project", r.stdout, dir2)
 		}
 		if g2, ok := baseUsedBy(goldens(t, dir2), box2); !ok || g2.Key != g.Key || !slices.Contains(g2.Users, box) {
 			t.Fatalf("golden list: the second box's base is %+v, want %s used by both boxes", g2, g.Key)
