@@ -201,6 +201,9 @@ mount -o ro,mode=0700,dmode=0700,overriderockperm,exec,uid=0 "$loopdev" /mnt/lim
 grep -q "$(hostname)" /mnt/lima-cidata/meta-data && { echo "corral: the cidata disc still names the build box" >&2; exit 1; }
 echo "corral: cidata $(sed -n 's/^local-hostname: *//p' /mnt/lima-cidata/meta-data), $(blockdev --getsize64 "$loopdev") bytes"
 /usr/local/sbin/lima-init early || { echo "corral: lima-init early failed" >&2; exit 1; }
+# lima-init rewrote /etc/fstab, the hostname and the keys for this box moments ago: a box killed
+# within ext4's writeback delay would boot next with an fstab of NUL bytes and no project.
+sync
 # This box's project (a base serves every project of its recipe): lima-init's fstab entries.
 BOX_DIRS=$(awk '/# lima-init$/ && $3 == "9p" { print $2 }' /etc/fstab)
 [ -n "$BOX_DIRS" ] || { echo "corral: this box mounts no project" >&2; exit 1; }
@@ -233,6 +236,7 @@ for f in /mnt/lima-cidata/provision.system/*; do
 		code=1
 	fi
 done
+sync
 echo "corral: golden state adapted to this box"
 exit "$code"
 `
