@@ -64,17 +64,13 @@ func NewManager(limactl string, h home.Home) (*Manager, error) {
 func (m *Manager) command(ctx context.Context, extra []string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, m.Limactl, append([]string{"--tty=false"}, args...)...)
 	env := []string{"LIMA_HOME=" + m.Home.LimaHome()}
-	ownQemu := false
-	for _, kv := range extra {
-		ownQemu = ownQemu || strings.HasPrefix(kv, "QEMU_SYSTEM_X86_64=")
-	}
-	if m.TCG && !ownQemu {
-		env = append(env, "QEMU_SYSTEM_X86_64="+TCGQemu)
-	}
 	own := map[string]bool{}
 	for _, kv := range extra {
 		k, _, _ := strings.Cut(kv, "=")
 		own[k] = true
+	}
+	if m.TCG && !own["QEMU_SYSTEM_X86_64"] {
+		env = append(env, "QEMU_SYSTEM_X86_64="+TCGQemu)
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
