@@ -97,3 +97,32 @@ func (h Home) MkdirAll(dir string) error {
 func (h Home) CloneStore(box string) string {
 	return filepath.Join(h.Dir, "clones", box+".git")
 }
+
+// Boxes is the directory of box metadata, templates, locks and per-box secrets.
+func (h Home) Boxes() string { return filepath.Join(h.Dir, "boxes") }
+
+// BoxTemplate is the rendered Lima template of a box, kept for drift checks.
+func (h Home) BoxTemplate(box string) string { return filepath.Join(h.Boxes(), box+".yaml") }
+
+// BoxSessionMark is the file whose mtime says when a box was last used (idle stop).
+func (h Home) BoxSessionMark(box string) string { return filepath.Join(h.Boxes(), box+".session") }
+
+// BrokerSecret is the 0600 file holding a box's proxy secret.
+func (h Home) BrokerSecret(box string) string {
+	return filepath.Join(h.Boxes(), box+".json.broker-secret")
+}
+
+// Run is the directory of a box's connection holder (its socket, host key and lock).
+func (h Home) Run(box string) string { return filepath.Join(h.Dir, "run", box) }
+
+// ShadowState is where a box's git metadata snapshot lives (package gitshadow's files).
+func (h Home) ShadowState(box string) string { return filepath.Join(h.Dir, "state", box, "gitshadow") }
+
+// Golden is the directory of golden bases.
+func (h Home) Golden() string { return filepath.Join(h.Dir, "golden") }
+
+// Libexec holds helper programs git corral writes for QEMU (the golden resume wrapper).
+func (h Home) Libexec() string { return filepath.Join(h.Dir, "libexec") }
+
+// KVMProbe is the cached result of the KVM usability probe.
+func (h Home) KVMProbe() string { return filepath.Join(h.Dir, "kvm-probe.json") }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/git-corral/git-corral/diff"
@@ -24,7 +23,7 @@ import (
 
 // StateDir is where a box's git metadata snapshot lives.
 func StateDir(h home.Home, box string) string {
-	return filepath.Join(h.Dir, "state", box, "gitshadow")
+	return h.ShadowState(box)
 }
 
 // SnapshotBeforeBoot records the plan's metadata for a box that is about to boot.

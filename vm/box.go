@@ -222,7 +222,7 @@ func (m *Manager) LogPath(box string) string {
 
 // Create makes the box's instance from tmpl without booting it (Lima copies the image).
 func (m *Manager) Create(ctx context.Context, box string, tmpl []byte, p *Progress) error {
-	dir := filepath.Join(m.Home.Dir, "boxes")
+	dir := m.Home.Boxes()
 	if err := m.Home.MkdirAll(dir); err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (m *Manager) Delete(ctx context.Context, box string) error {
 	if err := m.run(ctx, box, nil, "delete", "--force", box); err != nil {
 		return err
 	}
-	for _, p := range []string{m.Home.BoxMeta(box), filepath.Join(m.Home.Dir, "boxes", box+".yaml")} {
+	for _, p := range []string{m.Home.BoxMeta(box), m.Home.BoxTemplate(box)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("delete box %q: %w", box, err)
 		}

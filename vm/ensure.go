@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -71,7 +70,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	if err != nil {
 		return Rendered{}, err
 	}
-	if err := Validate(b, filepath.Join(m.Home.Dir, "boxes", spec.Box+".yaml")); err != nil {
+	if err := Validate(b, m.Home.BoxTemplate(spec.Box)); err != nil {
 		return Rendered{}, err
 	}
 	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt}, nil
@@ -80,7 +79,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 // DecideTCG runs (or reads) the KVM probe for img and sets m.TCG, printing the one-line notice
 // when software emulation is used.
 func (m *Manager) DecideTCG(ctx context.Context, img Image, notice func(string)) KVMResult {
-	r := ProbeKVM(ctx, img, filepath.Join(m.Home.Dir, "kvm-probe.json"))
+	r := ProbeKVM(ctx, img, m.Home.KVMProbe())
 	m.TCG = !r.Usable
 	if m.TCG && notice != nil {
 		notice(fmt.Sprintf("KVM is not usable here (%s): the box runs under software emulation (TCG) and is slower", r.Reason))

@@ -129,7 +129,7 @@ func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox)
 var hexRun = regexp.MustCompile(`[0-9a-f]{16,}`)
 
 // GoldenRoot is where golden bases live.
-func (m *Manager) GoldenRoot() string { return filepath.Join(m.Home.Dir, "golden") }
+func (m *Manager) GoldenRoot() string { return m.Home.Golden() }
 
 // ErrNoGolden is returned when no golden base of a key is built.
 var ErrNoGolden = errors.New("no golden base of this guest recipe")
@@ -184,7 +184,7 @@ func (m *Manager) Goldens() ([]Golden, error) {
 // still exists (metadata left by a box deleted behind git corral's back does not pin a base).
 func (m *Manager) goldenUsers() map[string][]string {
 	out := map[string][]string{}
-	metas, _ := filepath.Glob(filepath.Join(m.Home.Dir, "boxes", "*.json"))
+	metas, _ := filepath.Glob(filepath.Join(m.Home.Boxes(), "*.json"))
 	for _, p := range metas {
 		box := strings.TrimSuffix(filepath.Base(p), ".json")
 		if _, err := os.Stat(filepath.Join(m.Home.LimaHome(), box)); err != nil {

@@ -98,7 +98,7 @@ exec qemu-system-x86_64 "$@"
 // qemuEnv is the environment for a limactl start through the wrapper: the VM generation ID
 // always, and the state to resume when state is set.
 func (m *Manager) qemuEnv(state string) ([]string, error) {
-	dir := filepath.Join(m.Home.Dir, "libexec")
+	dir := m.Home.Libexec()
 	if err := m.Home.MkdirAll(dir); err != nil {
 		return nil, err
 	}
@@ -468,7 +468,7 @@ func (m *Manager) retryingSSHPath() (string, error) {
 	if strings.ContainsAny(sshPath, "\x00\n\r") {
 		return "", fmt.Errorf("ssh path %q contains a newline", sshPath)
 	}
-	dir := filepath.Join(m.Home.Dir, "libexec", "resume-bin")
+	dir := filepath.Join(m.Home.Libexec(), "resume-bin")
 	if err := m.Home.MkdirAll(dir); err != nil {
 		return "", err
 	}

@@ -275,7 +275,7 @@ func TestRetryingSSH(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, _, _ := strings.Cut(path, ":")
-	if first != filepath.Join(m.Home.Dir, "libexec", "resume-bin") || path != first+":"+os.Getenv("PATH") {
+	if first != filepath.Join(m.Home.Libexec(), "resume-bin") || path != first+":"+os.Getenv("PATH") {
 		t.Fatalf("PATH = %q", path)
 	}
 	cmd := exec.Command(filepath.Join(first, "ssh"), "-F", "/dev/null", "-p", "22", "a b", `"$(x)"`)

@@ -29,7 +29,7 @@ type sessionMark struct {
 }
 
 func (m *Manager) sessionPath(box string) string {
-	return filepath.Join(m.Home.Dir, "boxes", box+".session")
+	return m.Home.BoxSessionMark(box)
 }
 
 // BeginSession marks box as in use until the process exits (or end is called), with idleStop

@@ -15,7 +15,7 @@ import (
 // lock is free or ctx ends, calling waiting once if it has to wait. The lock is released by
 // calling unlock, or by the kernel when the process dies.
 func (m *Manager) Lock(ctx context.Context, box string, waiting func()) (unlock func(), err error) {
-	dir := filepath.Join(m.Home.Dir, "boxes")
+	dir := m.Home.Boxes()
 	if err := m.Home.MkdirAll(dir); err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/home"
 	"io"
 	"net"
 	"os"
@@ -397,3 +398,6 @@ func lockExclusive(path string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// HolderPaths is where box's connection holder keeps its socket, host key and lock.
+func HolderPaths(h home.Home, box string) MuxPaths { return MuxPaths{Dir: h.Run(box)} }

@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/git-corral/git-corral/internal/hint"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
+	"github.com/git-corral/git-corral/session"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -37,8 +39,6 @@ type app struct {
 	dir string
 	// box is the box named with --box (empty: the box of the repository).
 	box string
-	// prefetch is the guard daemon's report asked early (cmd_connection.go), or nil.
-	prefetch *guardPrefetch
 }
 
 // exitError carries an exit code other than 1 (and, optionally, a hint) up to main.
@@ -57,8 +57,8 @@ func withCode(code int, err error, hint string) error {
 }
 
 // withHint attaches a hint to err; the exit code stays 1.
-func withHint(err error, hint string) error {
-	return &exitError{code: exitFailure, err: err, hint: hint}
+func withHint(err error, h string) error {
+	return hint.With(err, h)
 }
 
 // usageErrorf is a command-line mistake: exit 129 with a pointer to the command's help.
@@ -90,21 +90,24 @@ func (a *app) report(err error) int {
 		}
 		return gs.GuestStatus()
 	}
-	code, hint := exitFailure, ""
+	code, h := exitFailure, hint.Of(err)
 	var ee *exitError
 	if errors.As(err, &ee) {
-		code, hint = ee.code, ee.hint
+		code = ee.code
+		if ee.hint != "" {
+			h = ee.hint
+		}
 	}
 	if errors.Is(err, project.ErrNotRepository) {
 		code = exitNoRepo
-		if hint == "" {
-			hint = "run git corral inside a git checkout, or name one with 'git corral -C DIR …'"
+		if h == "" {
+			h = "run git corral inside a git checkout, or name one with 'git corral -C DIR …'"
 		}
 	}
 	if errors.Is(err, project.ErrBare) {
 		code = exitNoRepo
-		if hint == "" {
-			hint = "a bare repository has no work tree to mount; use 'git corral clone URL' for untrusted code"
+		if h == "" {
+			h = "a bare repository has no work tree to mount; use 'git corral clone URL' for untrusted code"
 		}
 	}
 	label := "error"
@@ -112,8 +115,8 @@ func (a *app) report(err error) int {
 		label = "\x1b[1;31merror\x1b[0m"
 	}
 	fmt.Fprintf(a.stderr, "corral: %s: %s\n", label, visible.Lines(err.Error()))
-	if hint != "" {
-		fmt.Fprintf(a.stderr, "corral: hint: %s\n", visible.Lines(hint))
+	if h != "" {
+		fmt.Fprintf(a.stderr, "corral: hint: %s\n", visible.Lines(h))
 	}
 	return code
 }
@@ -177,7 +180,16 @@ func runCommand(ctx context.Context, a *app, cmd *command, args []string) error 
 	if *help {
 		return printCommandHelp(a.stdout, cmd.name)
 	}
-	return run(ctx, a, fs.Args())
+	err := run(ctx, a, fs.Args())
+	if errors.Is(err, session.ErrUsage) {
+		return usageErrorf(cmd.name, "%s", err)
+	}
+	return err
+}
+
+// manager finds limactl and returns the box manager for $CORRAL_HOME.
+func (a *app) manager() (*vm.Manager, error) {
+	return session.Manager(a.getenv)
 }
 
 // workDir is the directory the command acts on: -C or the current directory.

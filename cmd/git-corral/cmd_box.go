@@ -8,6 +8,7 @@ import (
 	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/provision"
+	"github.com/git-corral/git-corral/session"
 	"io"
 	"os"
 	"path/filepath"
@@ -265,7 +266,7 @@ func (a *app) catLog(path string) error {
 // configuration of its project and, for a mounted project, the guest scripts.
 func (a *app) boxInputs(ctx context.Context, m *vm.Manager, meta vm.Meta) (*policy.Config, provision.Bundle, error) {
 	if meta.NoProjectMount {
-		cfg, err := a.cloneConfig(ctx, meta.Project, meta.Box, boxFlags{network: ptrTo(meta.Network)})
+		cfg, err := session.LoadConfig(ctx, session.Request{Network: meta.Network}, policy.LoadOptions{Home: m.Home, TopLevel: meta.Project, Box: meta.Box})
 		return cfg, provision.Bundle{}, err
 	}
 	p, err := project.Find(ctx, meta.Project)
@@ -276,11 +277,9 @@ func (a *app) boxInputs(ctx context.Context, m *vm.Manager, meta vm.Meta) (*poli
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
-	g, err := renderGuest(ctx, p, m.Home, meta.Box, eff.Config, meta.BrokerPort)
+	_, bundle, err := session.RenderGuest(ctx, p, m.Home, meta.Box, eff.Config, meta.BrokerPort)
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
-	return eff.Config, g.bundle, nil
+	return eff.Config, bundle, nil
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -16,12 +16,52 @@ import (
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
+	"github.com/git-corral/git-corral/session"
 )
 
 // boxGuest returns a running clone-mode box's Guest (booting it, or creating it when req.Flags
 // allow), after the guard check, with the guest path its checkout lives at and its network
 // mode. Tests bind it to internal/sandboxguest.
 var boxGuest = realBoxGuest
+
+// guestBox is a running clone-mode box after the guard check (session.GuestBox).
+type guestBox = session.GuestBox
+
+// guestRequest says which clone-mode box boxGuest brings up and whether it may create it.
+type guestRequest struct {
+	// Cmd names the command in hints ("clone", "fetch").
+	Cmd string
+	// Box is the box name, derived from HostDir.
+	Box string
+	// HostDir is the real host directory the box belongs to (a clone DIR or a checkout).
+	HostDir string
+	// Flags, when set, allow creating the box under the --yes / --no-create / terminal rules of
+	// start; nil never creates one (fetch).
+	Flags *boxFlags
+}
+
+// realBoxGuest opens the clone-mode box (session.OpenClone) and returns its Guest.
+func realBoxGuest(ctx context.Context, a *app, req guestRequest) (guestBox, error) {
+	r := session.CloneRequest{Box: req.Box, HostDir: req.HostDir, Create: req.Flags != nil}
+	if req.Flags != nil {
+		var err error
+		if r.Request, err = a.request(req.Cmd, *req.Flags); err != nil {
+			return guestBox{}, err
+		}
+	} else {
+		r.Request = session.Request{Cmd: req.Cmd, Getenv: a.getenv, UI: a.ui()}
+	}
+	r.Dir = req.HostDir
+	b, err := session.OpenClone(ctx, r)
+	if err != nil {
+		return guestBox{}, err
+	}
+	g, err := b.Guest(ctx, req.HostDir)
+	if err != nil {
+		return guestBox{}, err
+	}
+	return *g, nil
+}
 
 type cloneDoc struct {
 	Box       string          `json:"box"`
@@ -46,7 +86,6 @@ func defineClone(fs *pflag.FlagSet) runFunc {
 		yes:      fs.BoolP("yes", "y", false, "create the box without asking when it does not exist"),
 		noCreate: fs.Bool("no-create", false, "fail instead of creating the box when it does not exist"),
 		network:  fs.String("network", "", "network mode of a new box: full, broker or offline"),
-		env:      new([]string),
 	}
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) < 1 || len(args) > 2 {
@@ -147,9 +186,10 @@ func (c *cloneRun) deliver(ctx context.Context, doc *cloneDoc, rec *clone.Record
 	if c.src.Kind != clone.KindLocal {
 		origin = c.src.URL
 	}
-	plan, err := planSubmodules(doc.Store, clone.SubmoduleOptions{Branch: doc.Branch, Origin: origin, Transports: transportsFor(gb.Network)})
+	plan, err := clone.PlanSubmodules(doc.Store, clone.SubmoduleOptions{Branch: doc.Branch, Origin: origin, Transports: session.TransportsFor(gb.Network)})
 	if err != nil {
-		return err
+		return withHint(fmt.Errorf("plan submodules of %s: %w", doc.Store, err),
+			"nothing was delivered into the box and nothing ran; the entry named above must be fixed in the repository")
 	}
 	if err := clone.Deliver(ctx, gb, doc.Store, clone.DeliverOptions{Dir: gb.Dir, Origin: origin, Branch: doc.Branch}); err != nil {
 		return err
@@ -162,7 +202,7 @@ func (c *cloneRun) deliver(ctx context.Context, doc *cloneDoc, rec *clone.Record
 		fmt.Fprintf(c.a.stdout, "checked out %s in box %s at %s\n", visible.String(doc.Branch), doc.Box, visible.String(gb.Dir))
 	}
 	doc.Submodules, doc.SubmodulesSkipped = plan.Fetch, plan.Skipped
-	return c.a.fetchSubmodules(ctx, gb, gb.Dir, plan)
+	return session.FetchSubmodules(ctx, c.a.ui(), gb, gb.Dir, plan)
 }
 
 func (c *cloneRun) report(doc cloneDoc) {

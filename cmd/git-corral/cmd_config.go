@@ -14,6 +14,7 @@ import (
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/project"
+	"github.com/git-corral/git-corral/session"
 )
 
 // configDoc is `git corral config --json`.
@@ -89,6 +90,15 @@ func (a *app) loadOptions(ctx context.Context, file string) (policy.LoadOptions,
 		opts.ProjectFile = file
 	}
 	return opts, nil
+}
+
+// projectConfig is the effective configuration of p's box, with no flag layer.
+func (a *app) projectConfig(ctx context.Context, p *project.Project) (*policy.Config, error) {
+	h, err := home.Resolve(a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return session.LoadConfig(ctx, session.Request{}, policy.LoadOptions{Home: h, TopLevel: p.TopLevel, Box: p.Box})
 }
 
 // configShow prints the effective configuration with the origin of every value.

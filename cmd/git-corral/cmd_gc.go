@@ -28,7 +28,7 @@ func defineGC(fs *pflag.FlagSet) runFunc {
 			// idle_stop of this repository's configuration, or the defaults outside one.
 			cfg := policy.Default()
 			if p, err := a.project(ctx); err == nil {
-				if cfg, err = a.config(ctx, p, defineBoxFlags(pflag.NewFlagSet("gc", pflag.ContinueOnError))); err != nil {
+				if cfg, err = a.projectConfig(ctx, p); err != nil {
 					return err
 				}
 			}
@@ -64,19 +64,5 @@ func (a *app) printIdle(b vm.IdleBox, dry bool) {
 		fmt.Fprintf(a.stdout, "box %s idle for %s (idle_stop %s): stopped\n", b.Box, idle, b.Limit)
 	default:
 		fmt.Fprintf(a.stdout, "box %s idle for %s (idle_stop %s): not stopped: %s\n", b.Box, idle, b.Limit, b.Error)
-	}
-}
-
-// stopIdle is gc on launch: it stops other boxes idle longer than their idle_stop. It costs a
-// few stat calls when nothing is idle.
-func (a *app) stopIdle(ctx context.Context, m *vm.Manager, cfg *policy.Config, skip string) {
-	boxes, err := m.StopIdle(ctx, time.Now(), cfg.IdleStop, skip, false)
-	if err != nil {
-		a.notice("idle boxes not checked: " + err.Error())
-	}
-	for _, b := range boxes {
-		if b.Stopped {
-			a.notice(fmt.Sprintf("stopped box %s: idle for %s (idle_stop %s)", b.Box, time.Duration(b.IdleSecs)*time.Second, b.Limit))
-		}
 	}
 }

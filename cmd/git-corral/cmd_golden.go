@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-corral/git-corral/session"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -96,16 +97,16 @@ func (a *app) goldenBuild(ctx context.Context, m *vm.Manager, jsonOut bool) erro
 	if err != nil {
 		return err
 	}
-	cfg, err := a.config(ctx, p, defineBoxFlags(pflag.NewFlagSet("golden", pflag.ContinueOnError)))
+	cfg, err := a.projectConfig(ctx, p)
 	if err != nil {
 		return err
 	}
 	meta, _ := m.ReadMeta(p.Box)
-	g0, err := renderGuest(ctx, p, m.Home, p.Box, cfg, meta.BrokerPort)
+	_, bundle, err := session.RenderGuest(ctx, p, m.Home, p.Box, cfg, meta.BrokerPort)
 	if err != nil {
 		return err
 	}
-	spec := vm.BoxSpec{Box: p.Box, ProjectDir: p.TopLevel, Config: cfg, Bundle: g0.bundle,
+	spec := vm.BoxSpec{Box: p.Box, ProjectDir: p.TopLevel, Config: cfg, Bundle: bundle,
 		Progress: vm.NewProgress(a.stderr, a.isTerminal(a.stderr)), Notice: a.notice}
 	r, err := m.RenderBox(ctx, spec, false)
 	if errors.Is(err, vm.ErrNoImage) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-corral/git-corral/session"
 	"github.com/git-corral/git-corral/vm"
 	"github.com/lima-vm/lima/pkg/limayaml"
 	"os"
@@ -65,11 +66,10 @@ func defineProvision(fs *pflag.FlagSet) runFunc {
 		if port == 0 {
 			port = renderBrokerPort
 		}
-		g, err := renderGuest(ctx, p, h, box, cfg, port)
+		_, b, err := session.RenderGuest(ctx, p, h, box, cfg, port)
 		if err != nil {
 			return err
 		}
-		b := g.bundle
 		user := vm.GuestUser()
 		m := renderManifest{Box: box, Network: string(cfg.Network), User: user, ProjectDir: p.TopLevel, BrokerPort: port}
 		if err := a.writeRendered(ctx, *out, b, m); err != nil {

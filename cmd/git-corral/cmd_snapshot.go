@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -166,43 +165,4 @@ func (a *app) printSnapshot(doc snapshotDoc, jsonOut bool) error {
 	}
 	fmt.Fprintf(a.stderr, "corral: note: %s\n", vm.MountNote)
 	return nil
-}
-
-// beforeSession is what happens on the way to a session, before the box is booted: the process
-// marks the box in use (for idle stop), stops other idle boxes, and with snapshot = "auto" takes
-// an automatic snapshot of a stopped box, keeping snapshots_keep. Failures here are notices:
-// they never block the session.
-func (a *app) beforeSession(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config) {
-	if _, err := m.BeginSession(ctx, box, cfg.IdleStop); err != nil {
-		a.notice("idle tracking off for this session: " + err.Error())
-	}
-	a.stopIdle(ctx, m, cfg, box)
-	if !cfg.Snapshot {
-		return
-	}
-	unlock, err := m.Lock(ctx, box, func() { a.notice("waiting for another git corral working on box " + box) })
-	if err != nil {
-		a.notice("no snapshot taken: " + err.Error())
-		return
-	}
-	defer unlock()
-	st, err := m.Inspect(box)
-	switch {
-	case err != nil:
-		a.notice("no snapshot taken: " + err.Error())
-	case !st.Exists():
-		// A new box has nothing to undo yet.
-	case st.Status != "Stopped":
-		a.notice("no snapshot taken: box " + box + " is running (snapshots are taken of a stopped box; 'git corral stop' first)")
-	default:
-		name := vm.AutoSnapshotName(time.Now())
-		if err := m.SnapshotCreate(ctx, box, name); err != nil {
-			a.notice("no snapshot taken: " + err.Error())
-			return
-		}
-		a.notice("snapshot " + name + " taken ('git corral undo' restores it); " + vm.MountNote)
-		if _, err := m.PruneAuto(ctx, box, cfg.SnapshotsKeep); err != nil {
-			a.notice("old automatic snapshots not pruned: " + err.Error())
-		}
-	}
 }

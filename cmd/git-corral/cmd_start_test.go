@@ -1,61 +1,11 @@
 package main
 
 import (
-	"io"
-	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
 )
-
-func TestSessionEnv(t *testing.T) {
-	t.Setenv("CORRAL_TEST_SECRET", "s3cret value")
-	t.Setenv("CORRAL_TEST_FORWARDED", "fwd")
-	t.Setenv("CORRAL_TEST_AMBIENT", "never")
-	a := &app{stderr: io.Discard}
-	cfg := policy.Default()
-	cfg.Env = map[string]string{"LITERAL": "x"}
-	cfg.ForwardEnv = []string{"CORRAL_TEST_FORWARDED", "CORRAL_TEST_UNSET"}
-	s := &boxSession{cfg: cfg}
-	got, names, hostValues, err := a.sessionEnv(s, []string{"CORRAL_TEST_SECRET"})
-	if err != nil || !hostValues {
-		t.Fatalf("sessionEnv: %v, hostValues %v (want true: values from the host take the separate guard check)", err, hostValues)
-	}
-	want := map[string]string{"LITERAL": "x", "CORRAL_TEST_FORWARDED": "fwd", "CORRAL_TEST_SECRET": "s3cret value"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("sessionEnv = %v, want %v (nothing ambient, an unset variable is not sent)", got, want)
-	}
-	if strings.Join(names, ",") != "CORRAL_TEST_FORWARDED,CORRAL_TEST_SECRET,LITERAL" {
-		t.Errorf("names %v", names)
-	}
-	for _, bad := range []string{"", "A=B", "A\nB", "A\x00", "LD_PRELOAD", "PATH"} {
-		if _, _, _, err := a.sessionEnv(s, []string{bad}); err == nil {
-			t.Errorf("sessionEnv(--env %q) was accepted", bad)
-		}
-	}
-
-	// Broker mode adds the proxy settings with the box's secret; no_env_passthrough drops
-	// everything from the host.
-	s.brokerSecret, s.brokerPort = []byte("0123456789abcdef0123456789abcdef"), 18080
-	cfg.NoEnvPassthrough = true
-	got, _, hostValues, err = a.sessionEnv(s, nil)
-	if err != nil || !hostValues {
-		t.Fatalf("sessionEnv: %v, hostValues %v (the literal env value)", err, hostValues)
-	}
-	if got["CORRAL_TEST_FORWARDED"] != "" || got["LITERAL"] != "x" {
-		t.Errorf("no_env_passthrough: %v", got)
-	}
-	if got["https_proxy"] != "http://corral:0123456789abcdef0123456789abcdef@192.168.5.2:18080" {
-		t.Errorf("https_proxy = %q", got["https_proxy"])
-	}
-	// The proxy settings alone are no host values: such a session takes the in-band check.
-	cfg.Env = nil
-	if got, _, hostValues, err = a.sessionEnv(s, nil); err != nil || hostValues || got["https_proxy"] == "" {
-		t.Errorf("broker mode without host values: %v, hostValues %v, %d variables", err, hostValues, len(got))
-	}
-}
 
 // statusErr is a guest status git corral gave a session (as vm's timeout and signal errors).
 type statusErr struct{ code int }

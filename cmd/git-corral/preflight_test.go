@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/git-corral/git-corral/audit"
-	"github.com/git-corral/git-corral/policy"
 )
 
 // preflightRepo makes a repository and a CORRAL_HOME whose global (trusted) config is cfg, in
@@ -174,20 +173,4 @@ func TestPreflightSSHAgent(t *testing.T) {
 		t.Errorf("git corral audit shows %q, want ssh-agent=forwarded", line)
 	}
 
-	var errb bytes.Buffer
-	a := &app{stderr: &errb, getenv: os.Getenv}
-	cfg := policy.Default()
-	cfg.SSHAgent = true
-	sock, err := a.agentSocket(&boxSession{box: "b-1234", cfg: cfg})
-	if err != nil || sock != os.Getenv("SSH_AUTH_SOCK") {
-		t.Fatalf("agentSocket = %q, %v", sock, err)
-	}
-	if w := errb.String(); strings.Count(w, "\n") != 1 || !strings.Contains(w, "warning: ssh_agent") || !strings.Contains(w, "b-1234") {
-		t.Errorf("warning %q: want one line naming the box", w)
-	}
-	cfg.SSHAgent = false
-	errb.Reset()
-	if sock, err := a.agentSocket(&boxSession{box: "b", cfg: cfg}); sock != "" || err != nil || errb.Len() != 0 {
-		t.Errorf("without ssh_agent: %q, %v, warning %q; want nothing forwarded, no warning", sock, err, errb.String())
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package gitshadow_test
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/git-corral/git-corral/project"
 )
 
-// TestShadowScriptWithExpectations: the shadow script tells the guest guard check which mount
+// TestBootScript: the shadow script tells the guest guard check which mount
 // points to verify, one quoted path per line, and installs gitshadow's own guard; the result is
 // shellcheck-clean.
-func TestShadowScriptWithExpectations(t *testing.T) {
+func TestBootScript(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(dir, "gc"))
@@ -31,11 +31,7 @@ func TestShadowScriptWithExpectations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := plan.GuestScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := shadowScriptWithExpectations(plan, base)
+	s, err := plan.BootScript()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +42,7 @@ func TestShadowScriptWithExpectations(t *testing.T) {
 			t.Errorf("expectation %s is not written", e.Path)
 		}
 	}
-	if !strings.Contains(s, shadowGuardPath) || !strings.Contains(s, "/run/corral/shadow.expect") {
+	if !strings.Contains(s, gitshadow.GuardPath) || !strings.Contains(s, "/run/corral/shadow.expect") {
 		t.Error("the guard or the expectations file is missing")
 	}
 	f := filepath.Join(dir, "s.sh")

@@ -1,16 +1,35 @@
-package main
+package clone_test
 
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/git-corral/git-corral/clone"
 	"github.com/git-corral/git-corral/internal/sandboxguest"
 )
+
+// gitTestHome finds git (skipping the test without it) and points HOME, CORRAL_HOME and git's
+// global and system config into a fresh temporary directory, which it returns with git's path.
+func gitTestHome(t *testing.T) (gitBin, root string) {
+	t.Helper()
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("git is needed (scripts/setup.sh installs it): %v", err)
+	}
+	root = t.TempDir()
+	t.Setenv("HOME", root)
+	t.Setenv("CORRAL_HOME", filepath.Join(root, ".corral"))
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	return gitBin, root
+}
 
 // TestCheckoutPath: the guest checkout is always under the box user's home in src/, whatever the
 // host directory is called; hostile homes are refused and hostile names become "checkout".
@@ -33,25 +52,10 @@ func TestCheckoutPath(t *testing.T) {
 		{"/home/../etc", "repo", "", true},
 		{"/home/a\nb", "repo", "", true},
 	} {
-		got, err := checkoutPath(tc.home, tc.name)
+		got, err := clone.CheckoutPath(tc.home, tc.name)
 		if (err != nil) != tc.fails || got != tc.want {
-			t.Errorf("checkoutPath(%q, %q) = %q, %v; want %q, fails %v", tc.home, tc.name, got, err, tc.want, tc.fails)
+			t.Errorf("CheckoutPath(%q, %q) = %q, %v; want %q, fails %v", tc.home, tc.name, got, err, tc.want, tc.fails)
 		}
-	}
-}
-
-// TestEscapedWriter: guest stderr reaches the terminal with control characters escaped and
-// reports the full length written, so the SSH copy does not stop early.
-func TestEscapedWriter(t *testing.T) {
-	var b bytes.Buffer
-	w := &escapedWriter{w: &b}
-	in := "ok\n\x1b]0;owned\x07\n"
-	n, err := w.Write([]byte(in))
-	if err != nil || n != len(in) {
-		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(in))
-	}
-	if bytes.ContainsAny(b.Bytes(), "\x1b\x07") || !bytes.HasPrefix(b.Bytes(), []byte("ok\n")) {
-		t.Errorf("escaped output %q still holds control characters or lost the newline", b.String())
 	}
 }
 
@@ -100,8 +104,8 @@ func TestDeliverCheckout(t *testing.T) {
 	defer g.Close()
 	dir := g.Path("src/work")
 	store := filepath.Join(root, ".corral", "clones", "work.git")
-	if _, err := deliverCheckout(context.Background(), g, top, store, dir, true, nil); err != nil {
-		t.Fatalf("deliverCheckout: %v\n%s", err, g.Stderr())
+	if _, err := clone.DeliverCheckout(context.Background(), g, top, store, dir, true, nil); err != nil {
+		t.Fatalf("DeliverCheckout: %v\n%s", err, g.Stderr())
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "README")); err != nil || string(b) != "committed\nuncommitted tracked change\n" {
 		t.Errorf("guest README = %q, %v: want the work tree's tracked content", b, err)
@@ -119,10 +123,64 @@ func TestDeliverCheckout(t *testing.T) {
 		t.Errorf("guest status %q: want README modified and gone deleted as uncommitted changes, no .env", got)
 	}
 	// Delivering again replaces the host store (git corral's own), never the guest checkout.
-	if _, err := deliverCheckout(context.Background(), g, top, store, g.Path("src/again"), false, nil); err != nil {
-		t.Fatalf("second deliverCheckout: %v\n%s", err, g.Stderr())
+	if _, err := clone.DeliverCheckout(context.Background(), g, top, store, g.Path("src/again"), false, nil); err != nil {
+		t.Fatalf("second DeliverCheckout: %v\n%s", err, g.Stderr())
 	}
 	if b, err := os.ReadFile(g.Path("src/again/README")); err != nil || string(b) != "committed\n" {
 		t.Errorf("without changes the guest README = %q, %v: want HEAD's content", b, err)
+	}
+}
+
+// refuseGuest fails the test when anything would run in the box.
+type refuseGuest struct{ t *testing.T }
+
+func (g refuseGuest) Exec(_ context.Context, argv []string, _ io.Reader, _ io.Writer) (int, error) {
+	g.t.Errorf("the guest was asked to run %q", argv)
+	return 1, nil
+}
+
+// TestDeliverCheckoutRefusesHostileGitmodules: with clone_uncommitted, an uncommitted edit that
+// makes a tracked .gitmodules hostile refuses the delivery, naming the entry, before anything
+// runs in the box; without it HEAD's clean .gitmodules is planned.
+func TestDeliverCheckoutRefusesHostileGitmodules(t *testing.T) {
+	gitBin, root := gitTestHome(t)
+	top := filepath.Join(root, "work")
+	git := func(args ...string) string {
+		cmd := exec.Command(gitBin, append([]string{"-C", top}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@x")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.MkdirAll(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git("init", "-q", "-b", "main")
+	gm := filepath.Join(top, ".gitmodules")
+	if err := os.WriteFile(gm, []byte("[submodule \"lib\"]\n\tpath = lib\n\turl = https://example.invalid/lib.git\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", ".gitmodules")
+	git("commit", "-qm", "init")
+	git("update-index", "--add", "--cacheinfo", "160000,"+git("rev-parse", "HEAD")+",lib")
+	git("commit", "-qm", "lib")
+	if err := os.WriteFile(gm, []byte("[submodule \"lib\"]\n\tpath = lib\n\turl = ext::sh -c id\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(root, ".corral", "clones", "work.git")
+	_, err := clone.DeliverCheckout(context.Background(), refuseGuest{t}, top, store, "/home/u/src/work", true, clone.TransportsFull)
+	if !errors.Is(err, clone.ErrRefused) || !strings.Contains(err.Error(), "submodule.lib.url") {
+		t.Fatalf("deliverCheckout with the hostile edit: %v; want submodule.lib.url refused", err)
+	}
+	g, err := sandboxguest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	plan, err := clone.DeliverCheckout(context.Background(), g, top, store, g.Path("src/work"), false, clone.TransportsBroker)
+	if err != nil || len(plan.Fetch) != 1 || plan.Fetch[0].URL != "https://example.invalid/lib.git" {
+		t.Fatalf("deliverCheckout of HEAD = %+v, %v; want HEAD's lib planned\n%s", plan, err, g.Stderr())
 	}
 }

@@ -1,21 +1,23 @@
-package main
+package gitshadow
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/git-corral/git-corral/gitshadow"
 )
 
-// shadowGuardPath is where the guest keeps gitshadow's own guard check, which provision's guard
+// GuardPath is where the guest keeps gitshadow's own guard check, which provision's guard
 // check runs before every session.
-const shadowGuardPath = "/usr/local/libexec/corral/gitshadow-guard"
+const GuardPath = "/usr/local/libexec/corral/gitshadow-guard"
 
-// shadowScriptWithExpectations appends to the shadow script what the guest guard check relies
-// on: /run/corral/shadow.expect (one mount per line, "ro PATH" or "rw PATH", root-owned) and gitshadow's guard
-// check installed root-owned at shadowGuardPath. Every path is quoted by gitshadow.ShellQuote,
+// BootScript is the shadow's guest script (GuestScript) followed by what the guest guard check
+// relies on: /run/corral/shadow.expect (one mount per line, "ro PATH" or "rw PATH", root-owned) and gitshadow's guard
+// check installed root-owned at GuardPath. Every path is quoted by ShellQuote,
 // which refuses newlines, so each line of the expectations file is one path.
-func shadowScriptWithExpectations(plan *gitshadow.Plan, script string) (string, error) {
+func (plan *Plan) BootScript() (string, error) {
+	script, err := plan.GuestScript()
+	if err != nil {
+		return "", err
+	}
 	guard, err := plan.GuardChecks()
 	if err != nil {
 		return "", err
@@ -29,7 +31,7 @@ func shadowScriptWithExpectations(plan *gitshadow.Plan, script string) (string, 
 	b.WriteString("mkdir -p /run/corral /usr/local/libexec/corral\n")
 	b.WriteString("umask 022\n{\n\t:\n")
 	for _, e := range plan.Expectations() {
-		q, err := gitshadow.ShellQuote(e.Path)
+		q, err := ShellQuote(e.Path)
 		if err != nil {
 			return "", err
 		}
@@ -41,9 +43,9 @@ func shadowScriptWithExpectations(plan *gitshadow.Plan, script string) (string, 
 	}
 	b.WriteString("} >/run/corral/shadow.expect.tmp\n")
 	b.WriteString("mv -f /run/corral/shadow.expect.tmp /run/corral/shadow.expect\n")
-	b.WriteString("cat >" + shadowGuardPath + ".tmp <<'CORRAL_SHADOW_GUARD_EOF'\n")
+	b.WriteString("cat >" + GuardPath + ".tmp <<'CORRAL_SHADOW_GUARD_EOF'\n")
 	b.WriteString(strings.TrimRight(guard, "\n"))
 	b.WriteString("\nCORRAL_SHADOW_GUARD_EOF\n")
-	b.WriteString("chown root:root " + shadowGuardPath + ".tmp && chmod 755 " + shadowGuardPath + ".tmp && mv -f " + shadowGuardPath + ".tmp " + shadowGuardPath + "\n")
+	b.WriteString("chown root:root " + GuardPath + ".tmp && chmod 755 " + GuardPath + ".tmp && mv -f " + GuardPath + ".tmp " + GuardPath + "\n")
 	return b.String(), nil
 }

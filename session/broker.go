@@ -1,0 +1,72 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/git-corral/git-corral/broker"
+	"github.com/git-corral/git-corral/internal/hint"
+	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/provision"
+	"github.com/git-corral/git-corral/vm"
+)
+
+// brokerPort is the box's broker port, the one rule for every source: the port recorded at
+// creation (the guest's firewall allows exactly it), or a free one for a new box; 0 outside
+// broker mode.
+func brokerPort(cfg *policy.Config, meta vm.Meta) (int, error) {
+	if cfg.Network != policy.NetworkBroker {
+		return 0, nil
+	}
+	if meta.BrokerPort != 0 {
+		return meta.BrokerPort, nil
+	}
+	return broker.FreePort()
+}
+
+// ensureBroker makes the box's broker child run on its fixed port, restarting it when it died,
+// and records its PID. It returns the secret the guest's proxy settings carry.
+func ensureBroker(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config, port int, notice func(string)) ([]byte, error) {
+	h := m.Home
+	if err := h.MkdirAll(h.Boxes()); err != nil {
+		return nil, err
+	}
+	secretFile, secret, err := broker.EnsureSecretFile(h.BrokerSecret(box))
+	if err != nil {
+		return nil, err
+	}
+	meta, err := m.ReadMeta(box)
+	if err != nil {
+		return nil, err
+	}
+	if broker.ChildRunning(meta.BrokerPID, box) {
+		return secret, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find git-corral to start the broker: %w", err)
+	}
+	if err := h.MkdirAll(h.Logs()); err != nil {
+		return nil, err
+	}
+	pid, err := broker.StartChild(ctx, broker.ChildOptions{
+		Exe: exe, Box: box, Port: port, Allow: cfg.Egress, SecretFile: secretFile,
+		EgressLog: h.EgressLog(box), DiagLog: h.BrokerLog(box),
+	})
+	if err != nil {
+		return nil, hint.With(err, "the broker decides every connection of a box in broker mode; without it the session does not start")
+	}
+	meta.BrokerPID = pid
+	if err := m.WriteMeta(meta); err != nil {
+		broker.StopChild(pid, box)
+		return nil, err
+	}
+	notice(fmt.Sprintf("broker for box %s listens on 127.0.0.1:%d (pid %d)", box, port, pid))
+	return secret, nil
+}
+
+// proxyEnv is what a broker-mode session is given so that its tools use the broker.
+func (b *Box) proxyEnv() map[string]string {
+	return broker.ProxyEnv(b.BrokerSecret, provision.Gateway, b.BrokerPort)
+}

@@ -1,0 +1,120 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/trace"
+	"github.com/git-corral/git-corral/provision"
+	"github.com/git-corral/git-corral/vm"
+)
+
+// dial connects to the running box through its connection holder, or directly when none
+// answers, and then starts a holder for the next command. A holder is only a faster way to
+// the same sshd with the same key: every session still runs the guard check. direct skips the
+// holder (agent forwarding: the box opens channels towards the host, which a holder never relays).
+func (b *Box) dial(ctx context.Context, ep vm.Endpoint, direct bool) (*vm.Client, error) {
+	if direct || b.req.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
+		return vm.Dial(ctx, ep)
+	}
+	h := b.Manager.Home
+	if c, err := vm.DialMux(ctx, vm.HolderPaths(h, b.Name)); err == nil {
+		return c, nil
+	} else if !errors.Is(err, vm.ErrNoMux) {
+		return nil, err
+	}
+	c, err := vm.Dial(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	if err := startHolder(h, b.Name); err != nil {
+		b.req.notice(fmt.Sprintf("commands keep dialling the box afresh: %v", err))
+	}
+	return c, nil
+}
+
+// startHolder starts "git corral --box BOX connection serve" detached (its own session, no
+// terminal, output to the box's connection log) and does not wait for it.
+func startHolder(h home.Home, box string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("start connection holder: %w", err)
+	}
+	if err := h.MkdirAll(h.Logs()); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(h.Logs(), box+".connection.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("start connection holder: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "--box", box, "connection", "serve")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start connection holder: %w", err)
+	}
+	return cmd.Process.Release()
+}
+
+// guardPrefetch is the guard daemon's report asked early, through the box's connection holder,
+// while the host still reads the configuration and renders the guest plan (prefetchGuard).
+type guardPrefetch struct {
+	dialed chan struct{} // closed once c is set, or the holder did not answer
+	done   chan struct{} // closed once err is set
+	c      *vm.Client    // nil when no holder answered
+	err    error         // GuardReport's error, when c is set
+}
+
+// prefetchGuard dials box's connection holder and asks the guard daemon for its report in the
+// background, so that the report's round trip (two or three through an emulated sshd) overlaps
+// the host's own work before the session; Run takes both when it runs in that box through the
+// holder, and otherwise dials and asks as usual. The report is only read, never acted on here:
+// no session's command runs in the box before Run has seen it pass. It returns nil when the
+// holder or the daemon is not to be used.
+func prefetchGuard(ctx context.Context, req *Request, h home.Home, box string) *guardPrefetch {
+	if req.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
+		return nil
+	}
+	if how := req.getenv("CORRAL_GUARD_CHECK"); how != "" && how != "daemon" {
+		return nil
+	}
+	pf := &guardPrefetch{dialed: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(pf.done)
+		done := trace.Step("prefetch: dial the holder")
+		c, err := vm.DialMux(ctx, vm.HolderPaths(h, box))
+		done()
+		if err != nil {
+			close(pf.dialed)
+			return
+		}
+		pf.c = c
+		close(pf.dialed)
+		done = trace.Step("prefetch: guard daemon's report")
+		_, pf.err = c.GuardReport(ctx, provision.GuardSocketPath)
+		done()
+	}()
+	return pf
+}
+
+// takePrefetch returns the prefetched holder connection, or nil, as soon as it is dialled; the
+// daemon's report is in err once done is closed. It is taken once.
+func (b *Box) takePrefetch() *guardPrefetch {
+	pf := b.prefetch
+	if pf == nil {
+		return nil
+	}
+	b.prefetch = nil
+	<-pf.dialed
+	if pf.c == nil {
+		return nil
+	}
+	return pf
+}

@@ -1,0 +1,105 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/git-corral/git-corral/audit"
+	"github.com/git-corral/git-corral/boxenv"
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/hint"
+	"github.com/git-corral/git-corral/policy"
+)
+
+// preflight is what a session checks before any box is looked for or booted, so that a
+// session that must be refused costs no boot:
+//   - with ssh_agent, the host has an agent to forward (SSH_AUTH_SOCK is set);
+//   - the environment assembles (env_from_host and git_tokens fail closed, naming the unset
+//     host variable; no value is kept);
+//   - the audit log takes a start record. A log that cannot be written (a full disk, a
+//     read-only or foreign-owned logs directory) refuses the session: nothing runs unaudited.
+func preflight(ctx context.Context, req Request, h home.Home, box, dir string, cfg *policy.Config) error {
+	e, err := AssembleEnv(cfg, req.Env)
+	if err != nil {
+		return err
+	}
+	if _, err := agentSocketFor(req, cfg); err != nil {
+		return err
+	}
+	rec := audit.Record{Event: audit.EventStart, Box: box, Project: dir, Network: string(cfg.Network),
+		Profile: cfg.Profile, EnvNames: e.Names(), SSHAgent: cfg.SSHAgent, Detail: "git corral " + req.Cmd}
+	if err := AuditLog(h).Append(ctx, rec); err != nil {
+		return hint.With(fmt.Errorf("refusing to start unaudited: %w", err),
+			"free space for (or fix the permissions of) "+h.Logs()+", then start again; nothing was booted or run")
+	}
+	return nil
+}
+
+// AuditLog is the sessions log of h.
+func AuditLog(h home.Home) *audit.Log {
+	return &audit.Log{Path: h.SessionsLog()}
+}
+
+// AssembleEnv builds the session environment from cfg's trusted layers and the --env names.
+func AssembleEnv(cfg *policy.Config, names []string) (boxenv.Env, error) {
+	for _, n := range names {
+		if err := boxenv.CheckName(n); err != nil {
+			return boxenv.Env{}, usageErrorf("--env: %v", err)
+		}
+	}
+	e, err := boxenv.Assemble(boxenv.Sources{
+		ForwardEnv: append(append([]string{}, cfg.ForwardEnv...), names...), EnvFromHost: cfg.EnvFromHost,
+		Env: cfg.Env, EnvFile: cfg.EnvFile, GitTokens: cfg.GitTokens, NoPassthrough: cfg.NoEnvPassthrough,
+	}, os.LookupEnv)
+	if err != nil {
+		return boxenv.Env{}, hint.With(err, "set the host variable, or change env_from_host / git_tokens in the trusted configuration")
+	}
+	return e, nil
+}
+
+// agentSocketFor returns the host agent's socket to forward when cfg sets ssh_agent, or "".
+// ssh_agent without SSH_AUTH_SOCK is an error: the user asked for an agent there is none of.
+func agentSocketFor(req Request, cfg *policy.Config) (string, error) {
+	if !cfg.SSHAgent {
+		return "", nil
+	}
+	sock := req.getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		return "", hint.With(errors.New("ssh_agent is set but SSH_AUTH_SOCK is not: there is no host agent to forward"),
+			"start an agent ('eval \"$(ssh-agent)\"' and ssh-add), or remove ssh_agent from the trusted configuration")
+	}
+	return sock, nil
+}
+
+// env assembles the session's variables from the trusted layers (boxenv), with each --env
+// NAME forwarded too, plus the broker's proxy settings in broker mode. Values travel only
+// inside the SSH channel; the names are returned for the audit log, and hostValues says
+// whether any value besides the broker's proxy settings came from the host's configuration.
+func (b *Box) env() (vars map[string]string, envNames []string, hostValues bool, err error) {
+	e, err := AssembleEnv(b.Config, b.req.Env)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for _, d := range e.Dropped {
+		b.req.notice("not passed into the box: " + d)
+	}
+	hostValues = len(e.Values) > 0
+	if b.BrokerSecret != nil {
+		for k, v := range b.proxyEnv() {
+			e.Values[k] = v
+		}
+	}
+	return e.Values, e.Names(), hostValues, nil
+}
+
+// agentSocket is agentSocketFor for a session in b, with the one-line warning when the agent is
+// forwarded.
+func (b *Box) agentSocket() (string, error) {
+	sock, err := agentSocketFor(b.req, b.Config)
+	if sock != "" {
+		b.req.warn(fmt.Sprintf("ssh_agent: your SSH agent is forwarded into box %s; the box can sign with your keys while this session runs", b.Name))
+	}
+	return sock, err
+}
