@@ -124,7 +124,7 @@ func (h Home) checkMount(p, entry string, project bool, getenv func(string) stri
 		return err
 	}
 	if pl, rel := standing(v, places, homeView); rel != 0 {
-		return refuse(pl.v.clean, pl.name, rel.words(), pl.why, v.clean)
+		return refuse(pl.path, pl.name, rel.words(), pl.why, v.clean)
 	}
 	if link, err := linkedInto(v, homeView, getenv, fold); err != nil {
 		return fmt.Errorf("check mount %q: %w", p, err)

@@ -124,7 +124,7 @@ func systemPlaces() []place {
 	var ps []place
 	for _, d := range []string{"/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
 		"/opt/homebrew", "/opt/local", "/System", "/Library", "/var/lib", "/var/spool", "/var/log",
-		"/var/cache", "/var/db", "/var/mail", "/var/run", "/proc", "/sys", "/dev", "/run", "/root"} {
+		"/var/cache", "/var/db", "/var/mail", "/proc", "/sys", "/dev", "/run", "/var/run", "/root"} {
 		ps = append(ps, place{path: d, name: "the host directory " + d, why: whySystem, refuse: refuseAll, system: true})
 	}
 	return append(ps,
