@@ -103,8 +103,8 @@ func (h Home) checkMount(p, entry string, project bool, getenv func(string) stri
 		return refuse("", "not a usable path:", "is", "it "+err.Error(), "")
 	}
 	resolved, err := resolvePath(p, true)
-	if errors.Is(err, errDangling) {
-		return refuse("", "a symlink whose target does not exist,", "runs through", "so what is mounted would depend on what is created there later", "")
+	if de := (*danglingError)(nil); errors.As(err, &de) {
+		return refuse(de.link, "the symlink", "runs through", "whose target does not exist, so what is mounted would depend on what is created there later", "")
 	}
 	if err != nil {
 		return fmt.Errorf("check mount %q: %w", p, err)

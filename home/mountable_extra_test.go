@@ -16,8 +16,8 @@ import (
 // rules, and host services reached through a socket or a device.
 var hostileExtra = []guardCase{
 	{"is $HOME", func(t *testing.T, f *fixture) string { return f.home }, "is the home directory ($HOME)"},
-	{"is /", func(t *testing.T, f *fixture) string { return "/" }, "is the root of the host's filesystem"},
-	{"is /etc", func(t *testing.T, f *fixture) string { return "/etc" }, "is the host directory /etc"},
+	{"is /", func(t *testing.T, f *fixture) string { return "/" }, `is the root of the host's filesystem "/"`},
+	{"is /etc", func(t *testing.T, f *fixture) string { return "/etc" }, "is the host directory \"/etc\""},
 	{"is ~/.ssh", func(t *testing.T, f *fixture) string { return filepath.Join(f.home, ".ssh") }, "is the host's SSH directory (~/.ssh)"},
 	{"lies inside ~/.gnupg", func(t *testing.T, f *fixture) string { return filepath.Join(f.home, ".gnupg", "private-keys-v1.d") },
 		"lies inside GnuPG's home (~/.gnupg)"},
@@ -30,8 +30,8 @@ var hostileExtra = []guardCase{
 	{"lies inside ~/.config/gcloud", func(t *testing.T, f *fixture) string { return filepath.Join(f.home, ".config", "gcloud", "x") },
 		"lies inside a cloud credential directory (~/.config/gcloud)"},
 	{"is $CORRAL_HOME", func(t *testing.T, f *fixture) string { return filepath.Join(f.home, ".corral") }, "is git corral's state directory ($CORRAL_HOME)"},
-	{"the Docker socket under /var/run", func(t *testing.T, f *fixture) string { return "/var/run/docker.sock" }, "lies inside the host directory /run"},
-	{"the Docker socket under /run", func(t *testing.T, f *fixture) string { return "/run/docker.sock" }, "lies inside the host directory /run"},
+	{"the Docker socket under /var/run", func(t *testing.T, f *fixture) string { return "/var/run/docker.sock" }, "lies inside the host directory \"/run\""},
+	{"the Docker socket under /run", func(t *testing.T, f *fixture) string { return "/run/docker.sock" }, "lies inside the host directory \"/run\""},
 	{"a socket file anywhere", func(t *testing.T, f *fixture) string {
 		p := filepath.Join(f.root, "agent.sock")
 		l, err := net.Listen("unix", p)
@@ -64,7 +64,7 @@ var hostileExtra = []guardCase{
 		}
 		return p
 	}, "is a device"},
-	{"is /dev", func(t *testing.T, f *fixture) string { return "/dev" }, "is the host directory /dev"},
+	{"is /dev", func(t *testing.T, f *fixture) string { return "/dev" }, "is the host directory \"/dev\""},
 	{"symlink chain into ~/.ssh", func(t *testing.T, f *fixture) string {
 		key := filepath.Join(f.home, ".ssh", "id_ed25519")
 		if err := os.WriteFile(key, nil, 0o600); err != nil {

@@ -75,9 +75,9 @@ var hostileProject = []guardCase{
 	{"is $HOME with a trailing slash", func(t *testing.T, f *fixture) string { return f.home + "/" }, "is the home directory ($HOME)"},
 	{"is $HOME spelled with ..", func(t *testing.T, f *fixture) string { return f.home + "/src/../src/proj/../.." }, "is the home directory ($HOME)"},
 	{"ancestor of $HOME", func(t *testing.T, f *fixture) string { return f.root }, "contains the home directory ($HOME)"},
-	{"is /", func(t *testing.T, f *fixture) string { return "/" }, "is the root of the host's filesystem"},
-	{"is /tmp", func(t *testing.T, f *fixture) string { return "/tmp" }, "is the shared temporary directory /tmp"},
-	{"is /home", func(t *testing.T, f *fixture) string { return "/home" }, "is /home"},
+	{"is /", func(t *testing.T, f *fixture) string { return "/" }, `is the root of the host's filesystem "/"`},
+	{"is /tmp", func(t *testing.T, f *fixture) string { return "/tmp" }, `is the shared temporary directory "/tmp"`},
+	{`is the directory of every user's home "/home"`, func(t *testing.T, f *fixture) string { return "/home" }, `is the directory of every user's home "/home"`},
 	{"contains $CORRAL_HOME", func(t *testing.T, f *fixture) string {
 		f.env[Env] = f.mkdir(t, filepath.Join(f.home, "proj", ".corral"))
 		return filepath.Join(f.home, "proj")
@@ -104,7 +104,7 @@ var hostileProject = []guardCase{
 	{"is the directory of $GIT_CONFIG_GLOBAL", func(t *testing.T, f *fixture) string {
 		f.env["GIT_CONFIG_GLOBAL"] = filepath.Join(f.mkdir(t, filepath.Join(f.root, "gitcfg")), "config")
 		return filepath.Join(f.root, "gitcfg")
-	}, "is the directory of git's global config ($GIT_CONFIG_GLOBAL)"},
+	}, "is the directory of git's config $GIT_CONFIG_GLOBAL"},
 	{"lies inside a cloud credential directory", func(t *testing.T, f *fixture) string { return filepath.Join(f.home, ".aws", "sso") },
 		"lies inside a cloud credential directory (~/.aws)"},
 	{"is gcloud's directory, not just ~/.config", func(t *testing.T, f *fixture) string { return filepath.Join(f.home, ".config", "gcloud") },
@@ -135,15 +135,15 @@ var hostileProject = []guardCase{
 		f.link(t, filepath.Join(f.home, "dotfiles"), filepath.Join(f.home, ".config", "fish"))
 		return filepath.Join(f.home, "dotfiles")
 	}, "is the target of the host's symlink"},
-	{"lies inside /etc", func(t *testing.T, f *fixture) string { return "/etc/ssh" }, "lies inside the host directory /etc"},
-	{"lies inside /usr", func(t *testing.T, f *fixture) string { return "/usr/local/src/proj" }, "lies inside the host directory /usr"},
-	{"lies inside /proc through /proc/self", func(t *testing.T, f *fixture) string { return "/proc/self" }, "lies inside the host directory /proc"},
-	{"lies inside /root when $HOME is elsewhere", func(t *testing.T, f *fixture) string { return "/root/src/proj" }, "lies inside the host directory /root"},
+	{"lies inside /etc", func(t *testing.T, f *fixture) string { return "/etc/ssh" }, "lies inside the host directory \"/etc\""},
+	{"lies inside /usr", func(t *testing.T, f *fixture) string { return "/usr/local/src/proj" }, "lies inside the host directory \"/usr\""},
+	{"lies inside /proc through /proc/self", func(t *testing.T, f *fixture) string { return "/proc/self" }, "lies inside the host directory \"/proc\""},
+	{"lies inside /root when $HOME is elsewhere", func(t *testing.T, f *fixture) string { return "/root/src/proj" }, "lies inside the host directory \"/root\""},
 	{"holds a NUL", func(t *testing.T, f *fixture) string { return f.home + "/src/proj\x00" }, "contains a NUL or a line break"},
 	{"holds a newline", func(t *testing.T, f *fixture) string { return f.home + "/src/proj\n/etc" }, "contains a NUL or a line break"},
 	{"runs through a dangling symlink", func(t *testing.T, f *fixture) string {
 		return filepath.Join(f.link(t, filepath.Join(f.home, "gone"), filepath.Join(f.root, "d")), "proj")
-	}, "runs through a symlink whose target does not exist"},
+	}, "runs through the symlink"},
 }
 
 // allowedProject are the controls: the same probes with nothing trusted in the way.

@@ -24,9 +24,13 @@ type view struct {
 	above []os.FileInfo // the existing strict ancestors, nearest first
 }
 
-// errDangling marks a candidate path that runs through a symlink whose target is missing: what
+// danglingError is a candidate path that runs through a symlink whose target is missing: what
 // Lima would mount then depends on what is created there later.
-var errDangling = errors.New("runs through a symlink whose target does not exist")
+type danglingError struct{ link string }
+
+func (e *danglingError) Error() string {
+	return fmt.Sprintf("symlink %q: target does not exist", e.link)
+}
 
 // checkText refuses a path that no mount may carry: empty, relative, or holding a NUL or a line
 // break (which Lima's YAML and the guest's mount table would read as two things).
@@ -62,7 +66,7 @@ func resolvePath(p string, strict bool) (string, error) {
 		}
 		if fi, lerr := os.Lstat(head); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			if strict {
-				return "", fmt.Errorf("%q %w", head, errDangling)
+				return "", &danglingError{link: head}
 			}
 			return abs, nil
 		}

@@ -80,6 +80,20 @@ func userHome(getenv func(string) string) (string, error) {
 	return filepath.Clean(dir), nil
 }
 
+// envPath returns the variable as an absolute path, or "" when it is unset. A relative value
+// is taken from the working directory, as Lima and git take it.
+func envPath(getenv func(string) string, name string) string {
+	v := getenv(name)
+	if v == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return ""
+	}
+	return abs
+}
+
 // userPlaces lists what the host trusts in and around one user's home, most specific first:
 // the first place a path stands in a refused relation to is the one reported.
 func (h Home) userPlaces(home string, getenv func(string) string) []place {
@@ -93,11 +107,13 @@ func (h Home) userPlaces(home string, getenv func(string) string) []place {
 	for _, d := range []string{".aws", ".azure", ".kube", ".docker", ".config/gcloud"} {
 		ps = append(ps, place{path: in(d), name: "a cloud credential directory (~/" + d + ")", why: whyCloud, refuse: refuseAll})
 	}
-	if d := getenv("LIMA_HOME"); filepath.IsAbs(d) {
+	if d := envPath(getenv, "LIMA_HOME"); d != "" {
 		ps = append(ps, place{path: d, name: "Lima's home ($LIMA_HOME)", why: whyLima, refuse: refuseAll})
 	}
-	if f := getenv("GIT_CONFIG_GLOBAL"); filepath.IsAbs(f) {
-		ps = append(ps, place{path: filepath.Dir(f), name: "the directory of git's global config ($GIT_CONFIG_GLOBAL)", why: whyGit, refuse: refuseWhole})
+	for _, env := range []string{"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"} {
+		if f := envPath(getenv, env); f != "" {
+			ps = append(ps, place{path: filepath.Dir(f), name: "the directory of git's config $" + env, why: whyGit, refuse: refuseWhole})
+		}
 	}
 	for _, x := range []struct{ env, def, name, why string }{
 		{"XDG_CONFIG_HOME", ".config", "the host's configuration directory", whyConfig},
@@ -125,14 +141,14 @@ func systemPlaces() []place {
 	for _, d := range []string{"/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
 		"/opt/homebrew", "/opt/local", "/System", "/Library", "/var/lib", "/var/spool", "/var/log",
 		"/var/cache", "/var/db", "/var/mail", "/proc", "/sys", "/dev", "/run", "/var/run", "/root"} {
-		ps = append(ps, place{path: d, name: "the host directory " + d, why: whySystem, refuse: refuseAll, system: true})
+		ps = append(ps, place{path: d, name: "the host directory", why: whySystem, refuse: refuseAll, system: true})
 	}
 	return append(ps,
-		place{path: "/var", name: "the host directory /var", why: whySystem, refuse: refuseWhole},
-		place{path: "/tmp", name: "the shared temporary directory /tmp", why: whyTmp, refuse: refuseWhole},
-		place{path: "/var/tmp", name: "the shared temporary directory /var/tmp", why: whyTmp, refuse: refuseWhole},
-		place{path: "/home", name: "/home, which holds every user's home", why: whyHome, refuse: refuseWhole},
-		place{path: "/Users", name: "/Users, which holds every user's home", why: whyHome, refuse: refuseWhole},
+		place{path: "/var", name: "the host directory", why: whySystem, refuse: refuseWhole},
+		place{path: "/tmp", name: "the shared temporary directory", why: whyTmp, refuse: refuseWhole},
+		place{path: "/var/tmp", name: "the shared temporary directory", why: whyTmp, refuse: refuseWhole},
+		place{path: "/home", name: "the directory of every user's home", why: whyHome, refuse: refuseWhole},
+		place{path: "/Users", name: "the directory of every user's home", why: whyHome, refuse: refuseWhole},
 		place{path: "/", name: "the root of the host's filesystem", why: "which holds everything the host trusts", refuse: relIs},
 	)
 }
