@@ -120,8 +120,10 @@ func (h Home) userPlaces(home string, getenv func(string) string) []place {
 		{"XDG_DATA_HOME", ".local/share", "the host's data directory", whyLocal},
 		{"XDG_CACHE_HOME", ".cache", "the host's cache directory", whyCache},
 	} {
-		if d := getenv(x.env); filepath.IsAbs(d) {
-			ps = append(ps, place{path: filepath.Join(d, "git"), name: "git's configuration directory ($" + x.env + "/git)", why: whyGit, refuse: refuseAll})
+		if d := getenv(x.env); filepath.IsAbs(d) { // a relative XDG value is invalid and ignored
+			if x.env == "XDG_CONFIG_HOME" {
+				ps = append(ps, place{path: filepath.Join(d, "git"), name: "git's configuration directory ($XDG_CONFIG_HOME/git)", why: whyGit, refuse: refuseAll})
+			}
 			ps = append(ps, place{path: d, name: x.name + " ($" + x.env + ")", why: x.why, refuse: refuseAll})
 		}
 		ps = append(ps, place{path: in(x.def), name: x.name + " (~/" + x.def + ")", why: x.why, refuse: refuseAll})
