@@ -53,20 +53,47 @@ func submoduleURLProblem(u string) string {
 
 // relativeURLProblem applies git's count_leading_dotdots rule, then the '-' rule to the rest.
 func relativeURLProblem(u string) string {
-	rest, dotdots := u, 0
+	rest, dotdots := leadingDots(u)
+	if dotdots > 0 && strings.ContainsAny(rest[:min(len(rest), 1)], `:/\`) {
+		return fmt.Sprintf("url %q climbs with ../ into a ':' or '/' (resolved against the superproject's remote it would name another host)", u)
+	}
+	return dashComponent(u, "path", rest)
+}
+
+// leadingDots strips the leading "./" and "../" of a relative URL and counts the "../".
+func leadingDots(u string) (rest string, dotdots int) {
+	rest = u
 	for {
 		if r, ok := strings.CutPrefix(rest, "../"); ok {
 			rest, dotdots = r, dotdots+1
 		} else if r, ok := strings.CutPrefix(rest, "./"); ok {
 			rest = r
 		} else {
-			break
+			return rest, dotdots
 		}
 	}
-	if dotdots > 0 && strings.ContainsAny(rest[:min(len(rest), 1)], `:/\`) {
-		return fmt.Sprintf("url %q climbs with ../ into a ':' or '/' (resolved against the superproject's remote it would name another host)", u)
+}
+
+// climbsOutOf says why relative URL u, resolved against origin as git resolves it (each "../"
+// drops one path component of origin), would leave origin's path and name another host, or "".
+func climbsOutOf(u, origin string) string {
+	_, dotdots := leadingDots(u)
+	path := origin
+	if _, rest, ok := strings.Cut(origin, "://"); ok {
+		_, path, _ = strings.Cut(rest, "/")
+	} else if _, rest, ok := strings.Cut(origin, ":"); ok {
+		path = rest
 	}
-	return dashComponent(u, "path", rest)
+	levels := 0
+	for _, c := range strings.Split(path, "/") {
+		if c != "" {
+			levels++
+		}
+	}
+	if dotdots > levels {
+		return fmt.Sprintf("url %q climbs %d levels with ../, out of origin %q's path (%d levels): it would name another host", u, dotdots, origin, levels)
+	}
+	return ""
 }
 
 // schemeURLProblem checks scheme://[user@]host[:port]/path: a host, no component starting with
