@@ -58,9 +58,9 @@ func TestRefCaps(t *testing.T) {
 		want  string
 		packs bool
 	}{
-		{"branches", refNames("refs/heads/b", 21), "more than 20 branches and tags (cap 20, Limits.MaxRefs)", false},
+		{"branches", refNames("refs/heads/b", 21), "more than 20 branches and tags (cap: Limits.MaxRefs = 20); nothing was fetched", false},
 		{"tags packed", refNames("refs/tags/v", 21), "more than 20 branches and tags", true},
-		{"other refs", refNames("refs/pull/", 201), "more than 200 refs in all (cap 200, 10 × Limits.MaxRefs)", false},
+		{"other refs", refNames("refs/pull/", 201), "more than 200 refs in all (cap: 10 × Limits.MaxRefs = 200;", false},
 		{"other refs packed", refNames("refs/pull/", 201), "more than 200 refs in all", true},
 	}
 	check := recordGit(t, root)

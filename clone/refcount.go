@@ -49,13 +49,13 @@ func (t *refTally) add(name string) error {
 	if wantedRef(name) {
 		t.taken++
 	}
+	const next = "nothing was fetched: check the URL, or clone a repository this large with git inside a box ('git corral shell'), where it costs the box and not the host"
 	switch {
 	case t.taken > t.max:
-		t.err = limitError("the source lists more than %d branches and tags (cap %d, Limits.MaxRefs); "+
-			"nothing was fetched: clone only a repository you expect to have that many, with a larger cap", t.max, t.max)
+		t.err = limitError("the source lists more than %d branches and tags (cap: Limits.MaxRefs = %d); %s", t.max, t.max, next)
 	case t.total > t.maxAll:
-		t.err = limitError("the source lists more than %d refs in all (cap %d, %d × Limits.MaxRefs); "+
-			"nothing was fetched: the repository lists refs clone mode does not take, far beyond its branches and tags", t.maxAll, t.maxAll, refListFactor)
+		t.err = limitError("the source lists more than %d refs in all (cap: %d × Limits.MaxRefs = %d; refs outside refs/heads and refs/tags are not taken but cost memory to list); %s",
+			t.maxAll, refListFactor, t.maxAll, next)
 	}
 	return t.err
 }
