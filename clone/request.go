@@ -43,7 +43,8 @@ func (e *ArgError) Error() string {
 // URL's refusal also wraps ErrSource). It reads nothing but the local source's directory entry.
 func (r Request) Validate() error {
 	if _, err := ParseSource(r.URL, r.Cwd); err != nil {
-		return &argSourceError{ArgError{Arg: "URL", Value: r.URL, Reason: strings.TrimPrefix(err.Error(), ErrSource.Error()+": ")}}
+		why := strings.TrimPrefix(err.Error(), fmt.Sprintf("%s: %q: ", ErrSource, r.URL))
+		return &argSourceError{ArgError{Arg: "URL", Value: r.URL, Reason: why}}
 	}
 	if r.Dir != "" {
 		if why := optionLike(r.Dir); why != "" {
