@@ -3,9 +3,11 @@
 // It owns four steps, each usable on its own:
 //
 //   - Fetch copies a repository (https://, ssh:// or a local path) into a private, bare,
-//     hook-free store under $CORRAL_HOME with go-git, under caps on pack size, object count,
-//     object size, delta depth and time, and validates every tree, ref name and .gitmodules
-//     value before the store appears (it is staged in a temporary directory and renamed).
+//     hook-free store under $CORRAL_HOME with go-git, under caps on ref count, pack size, object
+//     count, object size, delta depth and time (sizes checked as declared, before anything is
+//     inflated, a local source's own objects included), and validates every tree, ref name and
+//     .gitmodules value before the store appears (it is staged in a temporary directory and
+//     renamed). Request.Validate checks a clone's arguments before any of that.
 //   - Deliver streams the store's refs into a box as a git bundle produced by go-git (never by a
 //     host git process) over the Guest interface; the box checks it out on its own disk.
 //   - FetchBack brings the box's branches back into refs/corral/<box>/… of a host repository, as

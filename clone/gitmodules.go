@@ -7,12 +7,13 @@ package clone
 //   - Blob: at most 1 MiB, no NUL, no CR except in a CRLF line ending, parses as git config.
 //   - Submodule names: no ".." component (also HFS+/NTFS aliases, '\' as separator), not
 //     absolute, no leading or trailing separator, no drive letter, no leading '-', no control
-//     characters.
+//     characters, and not nested in another entry's name ("hippo" and "hippo/hooks": the git
+//     dir .git/modules/hippo/hooks of one would be the hooks directory of the other's), compared
+//     without case and with '\' as a separator.
 //   - path: a relative path passing the tree entry rules, no leading '-'.
 //   - url: https://, ssh://, scp-like user@host:path, or relative ./ ../ (resolved against the
-//     superproject's remote, in the box); git:// and http:// are warned; file://, absolute and
-//     other local paths, "~", transport helpers (ext::, fd::), '-' at the start or at the host,
-//     and control characters are refused.
+//     superproject's remote, in the box), under the rules of gitmodules_url.go (git fsck's, and
+//     stricter).
 //   - update: checkout, rebase, merge or none; "!command" is refused.
 //   - branch and every other value: no control characters, no leading '-'.
 
@@ -68,6 +69,7 @@ func GitmodulesProblems(data []byte) []Finding {
 		for _, o := range sec.Options {
 			add("submodule."+o.Key, "value outside a named submodule section")
 		}
+		out = append(out, nestedNames(sec.Subsections)...)
 		for _, sub := range sec.Subsections {
 			if why := submoduleNameProblem(sub.Name); why != "" {
 				add("submodule."+sub.Name, "name "+why)
@@ -134,43 +136,19 @@ func submoduleValueProblem(key, v string) string {
 	return ""
 }
 
-func submoduleURLProblem(u string) string {
-	lower := strings.ToLower(u)
-	switch {
-	case u == "":
-		return "url is empty"
-	case strings.HasPrefix(u, "-"):
-		return fmt.Sprintf("url %q starts with '-'", u)
-	case strings.Contains(u, "::"):
-		return fmt.Sprintf("url %q uses a transport helper (ext::, fd::…), which runs programs", u)
-	case strings.HasPrefix(u, "./"), strings.HasPrefix(u, "../"):
-		return ""
-	case strings.HasPrefix(lower, "file:"):
-		return fmt.Sprintf("url %q reads a local repository", u)
-	case strings.HasPrefix(u, "/"), strings.HasPrefix(u, `\`), strings.HasPrefix(u, "~"), len(u) >= 2 && u[1] == ':' && !strings.Contains(u, "@"):
-		return fmt.Sprintf("url %q is a local path", u)
+// nestedNames refuses every submodule name that lies inside another's as a path ("hippo" and
+// "hippo/hooks"), without case and with '\' as a separator, as the git dirs under
+// .git/modules/ would nest (git refuses such a pair at clone time).
+func nestedNames(subs format.Subsections) []Finding {
+	var out []Finding
+	norm := func(n string) string { return strings.ToLower(strings.ReplaceAll(n, `\`, "/")) }
+	for _, outer := range subs {
+		for _, inner := range subs {
+			if strings.HasPrefix(norm(inner.Name), norm(outer.Name)+"/") {
+				out = append(out, Finding{Class: ClassGitmodules, Path: "submodule." + inner.Name,
+					Reason: fmt.Sprintf("name is nested in submodule %q's: its git dir would lie inside .git/modules/%s", outer.Name, outer.Name)})
+			}
+		}
 	}
-	if scheme, rest, ok := strings.Cut(u, "://"); ok {
-		host := rest
-		if i := strings.IndexAny(host, "/"); i >= 0 {
-			host = host[:i]
-		}
-		if _, h, ok := strings.Cut(host, "@"); ok {
-			host = h
-		}
-		if strings.HasPrefix(host, "-") || strings.Contains(rest, "@-") || strings.HasPrefix(rest, "-") {
-			return fmt.Sprintf("url %q has a user or host starting with '-'", u)
-		}
-		switch strings.ToLower(scheme) {
-		case "https", "ssh", "git+ssh", "ssh+git":
-			return ""
-		case "git", "http":
-			return fmt.Sprintf("warning: url %q has no integrity protection", u)
-		}
-		return fmt.Sprintf("url %q: scheme %q is not accepted", u, scheme)
-	}
-	if scpLike.MatchString(u) {
-		return ""
-	}
-	return fmt.Sprintf("url %q is a local path", u)
+	return out
 }

@@ -94,6 +94,13 @@ func hostileGitmodules() []hostileCase {
 		{"url home path", ClassGitmodules, sub("\tpath = lib\n\turl = ~/private.git\n")},
 		{"update !command", ClassGitmodules, sub("\tpath = lib\n\turl = https://example.invalid/x\n\tupdate = !touch /tmp/pwned\n")},
 		{"unparseable", ClassGitmodules, treeWith(gitmodules("[submodule \"x\"\n\tpath = lib\n"))},
+		// The red team's cases of #19 (git fsck refuses each; see TestGitmodulesURLClasses).
+		{"url with no host", ClassGitmodules, sub("\tpath = lib\n\turl = https:///x\n")},
+		{"url ../ walk into a host", ClassGitmodules, sub("\tpath = lib\n\turl = ../../../..//host/x\n")},
+		{"url with %0a", ClassGitmodules, sub("\tpath = lib\n\turl = https://example.invalid/x%0a\n")},
+		{"url ssh [-o] in brackets", ClassGitmodules, sub("\tpath = lib\n\turl = ssh://[-oProxyCommand=x]/r\n")},
+		{"nested names", ClassGitmodules, treeWith(gitmodules("[submodule \"hippo\"]\n\tpath = a\n\turl = https://example.invalid/a\n" +
+			"[submodule \"hippo/hooks\"]\n\tpath = b\n\turl = https://example.invalid/b\n"))},
 		{"nested .gitmodules too", ClassGitmodules, treeWith(dirWith("vendor", ".gitmodules", "100644", "[submodule \"x\"]\n\tpath = y\n\turl = ext::sh\n"))},
 	}
 }

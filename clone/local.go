@@ -28,23 +28,29 @@ import (
 // OpenLocal opens the git storage of the repository at dir (a work tree with .git, a linked
 // worktree whose .git is a file, or a bare repository), without reading its config.
 func OpenLocal(dir string) (*filesystem.Storage, error) {
+	s, _, err := openLocal(dir)
+	return s, err
+}
+
+// openLocal is OpenLocal, also returning the common git dir.
+func openLocal(dir string) (*filesystem.Storage, string, error) {
 	gitDir, common, err := localGitDirs(dir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	for _, p := range []string{"objects", "refs", "packed-refs"} {
 		if fi, err := os.Lstat(filepath.Join(common, p)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return nil, fmt.Errorf("%w: %s is a symlink", ErrSource, filepath.Join(common, p))
+			return nil, "", fmt.Errorf("%w: %s is a symlink", ErrSource, filepath.Join(common, p))
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(common, "objects", "info", "alternates")); err == nil {
-		return nil, fmt.Errorf("%w: %s borrows objects from other repositories (objects/info/alternates)", ErrSource, common)
+		return nil, "", fmt.Errorf("%w: %s borrows objects from other repositories (objects/info/alternates)", ErrSource, common)
 	}
 	var fs billy.Filesystem = osfs.New(gitDir)
 	if common != gitDir {
 		fs = dotgit.NewRepositoryFilesystem(fs, osfs.New(common))
 	}
-	return filesystem.NewStorage(fs, cache.NewObjectLRUDefault()), nil
+	return filesystem.NewStorage(fs, cache.NewObjectLRUDefault()), common, nil
 }
 
 // localGitDirs finds the git dir and common dir of dir without running git.
@@ -97,11 +103,15 @@ func commonDir(gitDir string) string {
 	return filepath.Clean(c)
 }
 
-// transferLocal reads the branches, tags and HEAD of a local repository and copies every object
-// they reach, as a pack written by go-git, through the same capped pipeline as a network fetch.
+// transferLocal checks a local repository's refs and objects under the caps before go-git reads
+// any (checkLocalStorage), then reads its branches, tags and HEAD and copies every object they
+// reach, as a pack written by go-git, through the same capped pipeline as a network fetch.
 func transferLocal(ctx context.Context, src Source, s storer.Storer, f *os.File, l Limits, fs *findings) (*wanted, error) {
-	from, err := OpenLocal(src.URL)
+	from, common, err := openLocal(src.URL)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkLocalStorage(ctx, common, l); err != nil {
 		return nil, err
 	}
 	w, err := localRefs(from, fs)

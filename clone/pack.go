@@ -100,6 +100,22 @@ func parsePackHeader(h []byte) (int64, error) {
 
 // scanPack reads every entry header of the pack in f and enforces the size and depth caps.
 func scanPack(ctx context.Context, f *os.File, l Limits) error {
+	return scanPackFile(ctx, f, l, false)
+}
+
+// packScan is the state of one scan: the delta depth of every entry seen, by offset and (whole
+// objects) by hash, and the ref-delta bases still to be found later in the pack.
+type packScan struct {
+	l       Limits
+	depthAt map[int64]int32
+	depthOf map[plumbing.Hash]int32
+	// later holds bases of ref deltas that may come later in the pack (nil: not allowed).
+	later map[plumbing.Hash]bool
+}
+
+// scanPackFile is scanPack; forwardRefs also accepts a ref delta whose base is a whole object
+// later in the same pack, as "git index-pack --fix-thin" leaves on disk (a local source's packs).
+func scanPackFile(ctx context.Context, f *os.File, l Limits, forwardRefs bool) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -108,8 +124,10 @@ func scanPack(ctx context.Context, f *os.File, l Limits) error {
 	if err != nil {
 		return fmt.Errorf("scan pack: %w", err)
 	}
-	depthAt := make(map[int64]int32, count)
-	depthOf := make(map[plumbing.Hash]int32)
+	ps := &packScan{l: l, depthAt: make(map[int64]int32, count), depthOf: make(map[plumbing.Hash]int32)}
+	if forwardRefs {
+		ps.later = map[plumbing.Hash]bool{}
+	}
 	for i := uint32(0); i < count; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -121,28 +139,37 @@ func scanPack(ctx context.Context, f *os.File, l Limits) error {
 		if h.Length > l.MaxObjectBytes {
 			return limitError("pack entry %d is %d bytes inflated, more than %d", i, h.Length, l.MaxObjectBytes)
 		}
-		d, err := scanEntry(sc, h, depthAt, depthOf, l)
+		d, err := ps.entry(sc, h)
 		if err != nil {
 			return fmt.Errorf("pack entry %d: %w", i, err)
 		}
-		depthAt[h.Offset] = d
+		ps.depthAt[h.Offset] = d
+	}
+	for base := range ps.later {
+		if _, ok := ps.depthOf[base]; !ok {
+			return fmt.Errorf("scan pack: a ref delta's base %s is not a whole object in the pack", base)
+		}
 	}
 	return nil
 }
 
-// scanEntry consumes one entry and returns its delta depth (0 for a whole object).
-func scanEntry(sc *packfile.Scanner, h *packfile.ObjectHeader, depthAt map[int64]int32, depthOf map[plumbing.Hash]int32, l Limits) (int32, error) {
+// entry consumes one entry and returns its delta depth (0 for a whole object).
+func (ps *packScan) entry(sc *packfile.Scanner, h *packfile.ObjectHeader) (int32, error) {
 	var base int32
 	switch h.Type {
 	case plumbing.OFSDeltaObject:
-		d, ok := depthAt[h.OffsetReference]
+		d, ok := ps.depthAt[h.OffsetReference]
 		if !ok {
 			return 0, errors.New("offset delta against an entry that is not earlier in the pack")
 		}
 		base = d
 	case plumbing.REFDeltaObject:
-		d, ok := depthOf[h.Reference]
-		if !ok {
+		d, ok := ps.depthOf[h.Reference]
+		switch {
+		case ok:
+		case ps.later != nil:
+			ps.later[h.Reference] = true // a whole object (depth 0), checked at the end
+		default:
 			return 0, errors.New("ref delta against an object that is not a whole object earlier in the pack (not accepted)")
 		}
 		base = d
@@ -151,13 +178,13 @@ func scanEntry(sc *packfile.Scanner, h *packfile.ObjectHeader, depthAt map[int64
 		if _, _, err := sc.NextObject(hasher); err != nil {
 			return 0, err
 		}
-		depthOf[hasher.Sum()] = 0
+		ps.depthOf[hasher.Sum()] = 0
 		return 0, nil
 	}
-	if int(base)+1 > l.MaxDeltaDepth {
-		return 0, limitError("delta chain longer than %d", l.MaxDeltaDepth)
+	if int(base)+1 > ps.l.MaxDeltaDepth {
+		return 0, limitError("delta chain longer than %d", ps.l.MaxDeltaDepth)
 	}
-	return base + 1, checkDeltaTarget(sc, l)
+	return base + 1, checkDeltaTarget(sc, ps.l)
 }
 
 // checkDeltaTarget reads a delta's header (base size, result size) and refuses a result above

@@ -53,8 +53,11 @@ func RefNameProblem(name string) string {
 
 // BranchNameProblem checks a short branch name (as given to Deliver) by the same rules.
 func BranchNameProblem(branch string) string {
-	if branch == "" || strings.HasPrefix(branch, "-") {
-		return "empty or starts with '-'"
+	switch {
+	case branch == "":
+		return "is empty"
+	case strings.HasPrefix(branch, "-"):
+		return "starts with '-' (it would be read as an option)"
 	}
 	return RefNameProblem("refs/heads/" + branch)
 }

@@ -68,7 +68,8 @@ func transferOnce(ctx context.Context, src Source, s storer.Storer, f *os.File, 
 	if err != nil {
 		return nil, fmt.Errorf("parse %q: %w", src.URL, err)
 	}
-	cl, auth, err := client(src, ep, l, opts)
+	streamed := newRefTally(l)
+	cl, auth, err := client(src, ep, l, opts, streamed)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +79,14 @@ func transferOnce(ctx context.Context, src Source, s storer.Storer, f *os.File, 
 	}
 	defer sess.Close()
 	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if streamed.err != nil {
+		return nil, streamed.err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list refs of %q: %w", src.URL, err)
+	}
+	if err := countAdvertised(ar.References, newRefTally(l)); err != nil {
+		return nil, err
 	}
 	w := &wanted{refs: selectRefs(ar.References, fs)}
 	if err := fs.err(); err != nil {
@@ -151,12 +158,13 @@ func demux(caps *capability.List, r io.Reader) io.Reader {
 	return r
 }
 
-// client returns the transport for src: go-git's own HTTP client around a capped http.Client,
-// or its SSH client (host keys from known_hosts, keys from the SSH agent).
-func client(src Source, ep *transport.Endpoint, l Limits, opts Options) (transport.Transport, transport.AuthMethod, error) {
+// client returns the transport for src: go-git's own HTTP client around a capped http.Client
+// that counts the advertised refs into refs as they arrive, or its SSH client (host keys from
+// known_hosts, keys from the SSH agent).
+func client(src Source, ep *transport.Endpoint, l Limits, opts Options, refs *refTally) (transport.Transport, transport.AuthMethod, error) {
 	switch src.Kind {
 	case KindHTTPS:
-		hc := cappedHTTPClient(opts.HTTPClient, l.MaxPackBytes+(64<<20))
+		hc := cappedHTTPClient(opts.HTTPClient, l.MaxPackBytes+(64<<20), refs)
 		return githttp.NewClientWithOptions(hc, &githttp.ClientOptions{RedirectPolicy: githttp.FollowInitialRedirects}), opts.Auth, nil
 	case KindSSH:
 		auth := opts.Auth
@@ -172,9 +180,9 @@ func client(src Source, ep *transport.Endpoint, l Limits, opts Options) (transpo
 	return nil, nil, fmt.Errorf("%w: %q is not a network source", ErrSource, src.URL)
 }
 
-// cappedHTTPClient copies base (or a default client), caps every response body at max bytes and
-// refuses redirects away from https.
-func cappedHTTPClient(base *http.Client, max int64) *http.Client {
+// cappedHTTPClient copies base (or a default client), caps every response body at max bytes,
+// counts the refs of every ref advertisement into refs, and refuses redirects away from https.
+func cappedHTTPClient(base *http.Client, max int64, refs *refTally) *http.Client {
 	c := &http.Client{}
 	if base != nil {
 		*c = *base
@@ -183,7 +191,7 @@ func cappedHTTPClient(base *http.Client, max int64) *http.Client {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	c.Transport = capTransport{rt: rt, max: max}
+	c.Transport = capTransport{rt: rt, max: max, refs: refs}
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if req.URL.Scheme != "https" {
 			return fmt.Errorf("redirect to %q refused: only https", req.URL.Redacted())
@@ -197,8 +205,9 @@ func cappedHTTPClient(base *http.Client, max int64) *http.Client {
 }
 
 type capTransport struct {
-	rt  http.RoundTripper
-	max int64
+	rt   http.RoundTripper
+	max  int64
+	refs *refTally
 }
 
 func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -206,13 +215,17 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = capBody{ReadCloser: resp.Body, r: &capReader{ctx: req.Context(), r: resp.Body, max: t.max}}
+	var r io.Reader = &capReader{ctx: req.Context(), r: resp.Body, max: t.max}
+	if t.refs != nil && strings.HasSuffix(req.URL.Path, "/info/refs") {
+		r = &advCounter{r: r, t: t.refs}
+	}
+	resp.Body = capBody{ReadCloser: resp.Body, r: r}
 	return resp, nil
 }
 
 type capBody struct {
 	io.ReadCloser
-	r *capReader
+	r io.Reader
 }
 
 func (b capBody) Read(p []byte) (int, error) { return b.r.Read(p) }

@@ -61,6 +61,15 @@ func TestFetchSSH(t *testing.T) {
 		t.Errorf("hostile repository over ssh: %v, want a tree refusal", err)
 	}
 	assertNothingLeft(t, store2)
+	// The ref cap holds over ssh too: counted once go-git has read the advertisement, before any
+	// pack is asked for. The control is the first Fetch above, of the same server.
+	many := filepath.Join(root, "work-many")
+	makeRepo(t, many, map[string]string{"README": "refs\n"})
+	addRefsStdin(t, many, refNames("refs/heads/b", 21))
+	manySrv := bareCopy(t, root, many, "many")
+	_, err = Fetch(bg(), fmt.Sprintf("ssh://root@127.0.0.1:%d%s", port, manySrv), store2, Options{Auth: auth, Limits: Limits{MaxRefs: 20}})
+	wantRefCap(t, err, "more than 20 branches and tags")
+	assertNothingLeft(t, store2)
 	check()
 	if got := git(t, store, "show", "HEAD:README"); got != "over ssh" {
 		t.Errorf("README = %q", got)

@@ -11,8 +11,9 @@ package clone
 //   - Each entry's transport (https, ssh, git; a relative URL takes the origin's) must be one
 //     the box's network mode allows: full allows https, ssh and git; broker allows https only
 //     (through the broker's proxy, whose settings the caller's Guest carries); offline none. An
-//     entry whose transport is not allowed, or a relative URL with no origin, is skipped and
-//     reported, never rewritten.
+//     entry whose transport is not allowed, a relative URL with no origin, or one whose "../"
+//     climb more levels than the origin's path has (resolved as git does, it would name another
+//     host), is skipped and reported, never rewritten.
 //   - The guest git runs with GIT_ALLOW_PROTOCOL and protocol.allow=never except the allowed
 //     transports (file and ext named never as well), transfer.fsckObjects on (git's own
 //     .gitmodules checks for nested submodules, whose files the host never sees), no terminal
@@ -145,7 +146,7 @@ func submoduleTransport(u, origin string) (transport, why string) {
 		if t == "" {
 			return "", fmt.Sprintf("url %q is relative to origin %q, which is not a network URL", u, origin)
 		}
-		return t, ""
+		return t, climbsOutOf(u, origin)
 	}
 	lower := strings.ToLower(u)
 	for _, p := range []struct{ prefix, t string }{

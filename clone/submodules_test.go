@@ -150,6 +150,9 @@ func TestPlanSubmodulesSkipsTransports(t *testing.T) {
 		{"relative without origin", "../x.git", "", TransportsFull, false, "no origin"},
 		{"relative to https origin", "../x.git", "https://example.invalid/super.git", TransportsBroker, true, ""},
 		{"relative to ssh origin in broker mode", "../x.git", "ssh://example.invalid/super.git", TransportsBroker, false, "uses ssh"},
+		{"relative climbing out of the origin", "../../x.git", "https://example.invalid/super.git", TransportsFull, false, "out of origin"},
+		{"relative climbing out of an scp-like origin", "../../../x.git", "git@example.invalid:org/super.git", TransportsFull, false, "out of origin"},
+		{"relative within an scp-like origin", "../../x.git", "git@example.invalid:org/super.git", TransportsFull, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work := filepath.Join(t.TempDir(), "w")

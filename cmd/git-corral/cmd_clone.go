@@ -95,15 +95,21 @@ func defineClone(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		dir := ""
+		if len(args) == 2 {
+			dir = args[1]
+		}
+		if err := (clone.Request{URL: args[0], Dir: dir, Branch: *branch, Cwd: cwd}).Validate(); err != nil {
+			return withHint(err, cloneArgHint(err))
+		}
 		src, err := clone.ParseSource(args[0], cwd)
 		if err != nil {
 			return withHint(err, "give an https:// or ssh:// URL, or the path of a local repository")
 		}
-		dir := ""
-		if len(args) == 2 {
-			dir = args[1]
-		} else if dir, err = defaultCloneDir(args[0]); err != nil {
-			return usageErrorf("clone", "%v", err)
+		if dir == "" {
+			if dir, err = defaultCloneDir(args[0]); err != nil {
+				return usageErrorf("clone", "%v", err)
+			}
 		}
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(cwd, dir)
@@ -252,4 +258,12 @@ func defaultCloneDir(raw string) (string, error) {
 		return "", fmt.Errorf("cannot derive a directory name from %q; give DIR", raw)
 	}
 	return s, nil
+}
+
+// cloneArgHint says what to do about a refused clone argument: nothing was fetched or created.
+func cloneArgHint(err error) string {
+	if errors.Is(err, clone.ErrSource) {
+		return "give an https:// or ssh:// URL, or the path of a local repository; nothing was fetched or created"
+	}
+	return "give a plain branch name and directory (write ./-name for a directory whose name starts with '-'); nothing was fetched or created"
 }
