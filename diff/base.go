@@ -81,23 +81,11 @@ func RecordBaseWith(ctx context.Context, p *project.Project, box string, o BaseO
 	if err != nil {
 		return "", fmt.Errorf("record session base: %w", err)
 	}
-	absOf := func(e *entry) string { return entryAbs(p, e) }
-	if err := hashAll(ctx, absOf, es, o.Workers, func(*entry) bool { return true }); err != nil {
+	if err := hashAll(ctx, func(e *entry) string { return entryAbs(p, e) }, es, o.Workers, func(*entry) bool { return true }); err != nil {
 		return "", err
-	}
-	repo, err := git.PlainOpenWithOptions(p.TopLevel, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
-	if err != nil {
-		return "", fmt.Errorf("record session base: open repository %q: %w", p.TopLevel, err)
-	}
-	skip, err := ignoredDirs(ctx, p.TopLevel)
-	if err != nil {
-		return "", fmt.Errorf("record session base: %w", err)
 	}
 	st := openStore(o.Home, box)
-	if err := st.mkdir(st.dir); err != nil {
-		return "", err
-	}
-	ids, err := storeBlobs(absOf, repo.Storer, st, es, skip)
+	ids, err := keepBlobs(ctx, p, st, es)
 	if err != nil {
 		return "", err
 	}
@@ -112,6 +100,23 @@ func RecordBaseWith(ctx context.Context, p *project.Project, box string, o BaseO
 		return "", err
 	}
 	return path, st.prune(keepBases)
+}
+
+// keepBlobs opens p's repository to read only, and keeps in st the bytes of the walked files it
+// lacks (storeBlobs), outside the directories git ignores.
+func keepBlobs(ctx context.Context, p *project.Project, st store, es []*entry) ([][20]byte, error) {
+	repo, err := git.PlainOpenWithOptions(p.TopLevel, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, fmt.Errorf("record session base: open repository %q: %w", p.TopLevel, err)
+	}
+	skip, err := ignoredDirs(ctx, p.TopLevel)
+	if err != nil {
+		return nil, fmt.Errorf("record session base: %w", err)
+	}
+	if err := st.mkdir(st.dir); err != nil {
+		return nil, err
+	}
+	return storeBlobs(func(e *entry) string { return entryAbs(p, e) }, repo.Storer, st, es, skip)
 }
 
 func (o BaseOptions) fill() (BaseOptions, error) {
