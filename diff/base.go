@@ -7,25 +7,19 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/gitcli"
 	"github.com/git-corral/git-corral/project"
 )
 
-// RefPrefix is where session bases are recorded in the repository.
-const RefPrefix = "refs/corral/sessions/"
-
-// BaseOptions tunes RecordBaseWith. The zero value is usable.
+// BaseOptions tunes RecordBaseWith and Record. The zero value is usable.
 type BaseOptions struct {
 	// Home is the state directory ($CORRAL_HOME); empty resolves it from the environment.
 	Home string
@@ -35,21 +29,43 @@ type BaseOptions struct {
 	Now func() time.Time
 }
 
-// validBox is what a box name may hold (project.BoxName makes them so); it keeps the ref and the
-// manifest path free of separators and ref syntax.
+// validBox is what a box name may hold (project.BoxName makes them so); it keeps the store's
+// paths free of separators.
 var validBox = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
-// RecordBase records the work tree's state as a session base for box: a commit under
-// refs/corral/sessions/<box>/<timestamp> (tracked and untracked files, ignored ones too, files
-// larger than 1 MiB hashed but left out of the commit unless git already has their blob) and the
-// trusted manifest under $CORRAL_HOME/sessions/<box>/. It never touches the index or HEAD and
-// never runs a filter, hook or any other repository-defined program: blobs are written from raw
-// bytes with go-git. It returns the ref.
+// Recorded is what Record did.
+type Recorded struct {
+	// Path is the base's trusted manifest, $CORRAL_HOME/sessions/<box>/<timestamp>.base.
+	Path string
+	// Notice, when not empty, says what Record removed from the repository (the session bases
+	// older versions kept under refs/corral/sessions/); the caller prints it.
+	Notice string
+}
+
+// Record records the work tree's state as a session base for box (see RecordBaseWith), then
+// removes the refs older versions left under refs/corral/sessions/ and says so in the notice.
+func Record(ctx context.Context, p *project.Project, box string, o BaseOptions) (Recorded, error) {
+	path, err := RecordBaseWith(ctx, p, box, o)
+	if err != nil {
+		return Recorded{}, err
+	}
+	return Recorded{Path: path, Notice: removeLegacyRefs(ctx, p)}, nil
+}
+
+// RecordBase records the work tree's state as a session base for box and returns the path of
+// its manifest.
 func RecordBase(ctx context.Context, p *project.Project, box string) (string, error) {
 	return RecordBaseWith(ctx, p, box, BaseOptions{})
 }
 
-// RecordBaseWith is RecordBase with options.
+// RecordBaseWith records the work tree's state as a session base for box under
+// $CORRAL_HOME/sessions/<box>/: the trusted manifest of every path (tracked, untracked and
+// ignored files with their lstat fields and blob hash, git metadata inline) and, in the store,
+// the bytes of every file up to 1 MiB the repository lacks, outside ignored directories. It
+// writes nothing into the repository (no ref, no object, no index, no HEAD) and never runs a
+// filter, hook or any other repository-defined program. It keeps the newest keepBases bases of
+// the box and returns the new manifest's path. It leaves refs of older versions alone (Record
+// removes them).
 func RecordBaseWith(ctx context.Context, p *project.Project, box string, o BaseOptions) (string, error) {
 	if p == nil {
 		return "", fmt.Errorf("record session base: no project")
@@ -65,41 +81,42 @@ func RecordBaseWith(ctx context.Context, p *project.Project, box string, o BaseO
 	if err != nil {
 		return "", fmt.Errorf("record session base: %w", err)
 	}
-	absOf := func(e *entry) string { return entryAbs(p, e) }
-	if err := hashAll(ctx, absOf, es, o.Workers, func(*entry) bool { return true }); err != nil {
+	if err := hashAll(ctx, func(e *entry) string { return entryAbs(p, e) }, es, o.Workers, func(*entry) bool { return true }); err != nil {
 		return "", err
 	}
-	repo, err := git.PlainOpenWithOptions(p.TopLevel, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	st := openStore(o.Home, box)
+	ids, err := keepBlobs(ctx, p, st, es)
 	if err != nil {
-		return "", fmt.Errorf("record session base: open repository %q: %w", p.TopLevel, err)
-	}
-	skip, err := ignoredDirs(ctx, p.TopLevel)
-	if err != nil {
-		return "", fmt.Errorf("record session base: %w", err)
-	}
-	if err := storeBlobs(absOf, repo.Storer, es, skip); err != nil {
 		return "", err
 	}
 	inlineGitMeta(p, es)
 	now := o.Now()
-	tree, err := writeTrees(repo.Storer, es)
+	if err := st.writeList(stamp(now), ids); err != nil {
+		return "", err
+	}
+	m := &manifest{manifestHeader: manifestHeader{Box: box, TopLevel: p.TopLevel, Created: now}, Entries: es}
+	path, err := saveManifest(st, m)
 	if err != nil {
 		return "", err
 	}
-	commit, err := writeCommit(repo, tree, box, now)
+	return path, st.prune(keepBases)
+}
+
+// keepBlobs opens p's repository to read only, and keeps in st the bytes of the walked files it
+// lacks (storeBlobs), outside the directories git ignores.
+func keepBlobs(ctx context.Context, p *project.Project, st store, es []*entry) ([][20]byte, error) {
+	repo, err := git.PlainOpenWithOptions(p.TopLevel, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("record session base: open repository %q: %w", p.TopLevel, err)
 	}
-	ref := plumbing.ReferenceName(RefPrefix + box + "/" + stamp(now))
-	if err := repo.Storer.SetReference(plumbing.NewHashReference(ref, commit)); err != nil {
-		return "", fmt.Errorf("record session base: set %s: %w", ref, err)
+	skip, err := ignoredDirs(ctx, p.TopLevel)
+	if err != nil {
+		return nil, fmt.Errorf("record session base: %w", err)
 	}
-	m := &manifest{manifestHeader: manifestHeader{Box: box, Ref: ref.String(), Commit: commit.String(),
-		TopLevel: p.TopLevel, Created: now}, Entries: es}
-	if _, err := saveManifest(o.Home, m); err != nil {
-		return "", err
+	if err := st.mkdir(st.dir); err != nil {
+		return nil, err
 	}
-	return ref.String(), nil
+	return storeBlobs(func(e *entry) string { return entryAbs(p, e) }, repo.Storer, st, es, skip)
 }
 
 func (o BaseOptions) fill() (BaseOptions, error) {
@@ -119,9 +136,10 @@ func (o BaseOptions) fill() (BaseOptions, error) {
 	return o, nil
 }
 
-// inCommit reports whether a walked entry may go into a git tree: git refuses ".git" in any
-// case as a path component, and the metadata and special files have no tree form.
-func inCommit(e *entry) bool {
+// storable reports whether a walked entry's bytes may be kept as a blob: a readable file or
+// symlink outside git metadata, and no ".git" path component in any case (what git itself
+// would refuse to hold).
+func storable(e *entry) bool {
 	if e.Flags&(flagGitMeta|flagNestedGit) != 0 || !e.Have {
 		return false
 	}
@@ -136,22 +154,16 @@ func inCommit(e *entry) bool {
 	return true
 }
 
-// storeBlobs writes the blob of every committable entry git does not have yet, from the bytes
-// read now (re-hashed: the file may have changed since the walk). Files over keepInMem whose
-// blob git lacks stay out of the commit; the manifest still has their hash.
-func storeBlobs(absOf func(*entry) string, st storage.Storer, es []*entry, skip []string) error {
+// storeBlobs keeps in st the bytes of every storable entry the repository lacks, read now
+// (re-hashed: the file may have changed since the walk), and returns their ids. The repository
+// is only read. Files over keepInMem and those in ignored directories are recorded by hash only.
+func storeBlobs(absOf func(*entry) string, repo storer.EncodedObjectStorer, st store, es []*entry, skip []string) ([][20]byte, error) {
+	var ids [][20]byte
 	for _, e := range es {
-		if !inCommit(e) {
-			continue
-		}
-		if underAny(e.Path, skip) {
+		if !storable(e) || underAny(e.Path, skip) {
 			continue // an ignored directory (node_modules, target/…): manifest only
 		}
-		if st.HasEncodedObject(plumbing.Hash(e.Hash)) == nil {
-			e.Flags |= flagInCommit
-			continue
-		}
-		if e.Size > keepInMem {
+		if repo.HasEncodedObject(plumbing.Hash(e.Hash)) == nil || e.Size > keepInMem {
 			continue
 		}
 		data, err := hashEntry(absOf(e), e, true)
@@ -159,28 +171,19 @@ func storeBlobs(absOf func(*entry) string, st storage.Storer, es []*entry, skip 
 			e.Have, e.ReadErr = false, err.Error()
 			continue
 		}
-		obj := st.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		w, err := obj.Writer()
-		if err != nil {
-			return err
+		if err := st.putBlob(e.Hash, data); err != nil {
+			return nil, fmt.Errorf("record session base: keep the bytes of %q: %w", e.Path, err)
 		}
-		if _, err := w.Write(data); err != nil {
-			return err
-		}
-		w.Close()
-		if _, err := st.SetEncodedObject(obj); err != nil {
-			return fmt.Errorf("record session base: write blob of %q: %w", e.Path, err)
-		}
-		e.Flags |= flagInCommit
+		e.Flags |= flagStored
+		ids = append(ids, e.Hash)
 	}
-	return nil
+	return ids, nil
 }
 
 // ignoredDirs lists the directories git ignores in the work tree (node_modules/, target/…),
-// whose files go into the manifest but not into the base commit, so that a session base does not
-// copy a dependency tree into the repository. Single ignored files (.envrc, .env) are still
-// committed. Only what goes into the commit depends on ignore rules, never what is compared.
+// whose files go into the manifest but not into the store, so that a session base does not copy
+// a dependency tree. Single ignored files (.envrc, .env) are still kept. Only what is kept
+// depends on ignore rules, never what is compared.
 // git runs with fsmonitor and hooks off and replace objects disabled.
 func ignoredDirs(ctx context.Context, top string) ([]string, error) {
 	g := gitcli.Git{Dir: top, Env: []string{"GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0"}}
@@ -229,79 +232,4 @@ func entryAbs(p *project.Project, e *entry) string {
 		}
 	}
 	return filepath.Join(p.TopLevel, filepath.FromSlash(e.Path))
-}
-
-// treeNode is a directory being assembled into a git tree.
-type treeNode struct {
-	files map[string]*entry
-	dirs  map[string]*treeNode
-}
-
-// writeTrees writes the tree of every entry marked flagInCommit and returns the root hash.
-func writeTrees(st storage.Storer, es []*entry) (plumbing.Hash, error) {
-	root := &treeNode{files: map[string]*entry{}, dirs: map[string]*treeNode{}}
-	for _, e := range es {
-		if e.Flags&flagInCommit == 0 {
-			continue
-		}
-		n := root
-		parts := strings.Split(e.Path, "/")
-		for _, d := range parts[:len(parts)-1] {
-			if n.dirs[d] == nil {
-				n.dirs[d] = &treeNode{files: map[string]*entry{}, dirs: map[string]*treeNode{}}
-			}
-			n = n.dirs[d]
-		}
-		n.files[parts[len(parts)-1]] = e
-	}
-	return root.write(st)
-}
-
-func (n *treeNode) write(st storage.Storer) (plumbing.Hash, error) {
-	var t object.Tree
-	for name, e := range n.files {
-		if _, clash := n.dirs[name]; clash {
-			continue
-		}
-		t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: filemode.FileMode(e.gitMode()), Hash: plumbing.Hash(e.Hash)})
-	}
-	for name, d := range n.dirs {
-		h, err := d.write(st)
-		if err != nil {
-			return h, err
-		}
-		t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
-	}
-	// git orders tree entries by name, comparing a directory as if its name ended in "/".
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
-	}
-	sort.Slice(t.Entries, func(i, j int) bool { return key(t.Entries[i]) < key(t.Entries[j]) })
-	obj := st.NewEncodedObject()
-	if err := t.Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return st.SetEncodedObject(obj)
-}
-
-// writeCommit writes the base commit, with HEAD as parent when there is one.
-func writeCommit(repo *git.Repository, tree plumbing.Hash, box string, now time.Time) (plumbing.Hash, error) {
-	sig := object.Signature{Name: "git corral", Email: "corral@localhost", When: now}
-	c := &object.Commit{Author: sig, Committer: sig, TreeHash: tree,
-		Message: "git corral session base for box " + box + "\n"}
-	if head, err := repo.Head(); err == nil {
-		c.ParentHashes = []plumbing.Hash{head.Hash()}
-	}
-	obj := repo.Storer.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	h, err := repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		return h, fmt.Errorf("record session base: write commit: %w", err)
-	}
-	return h, nil
 }

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestManifestRoundTripAndCorruption(t *testing.T) {
-	m := &manifest{manifestHeader: manifestHeader{Box: "b-1", Ref: RefPrefix + "b-1/x", Commit: "abc", Created: time.Unix(5, 6).UTC()},
+	m := &manifest{manifestHeader: manifestHeader{Box: "b-1", TopLevel: "/w", Created: time.Unix(5, 6).UTC()},
 		Entries: []*entry{{Path: "a", Kind: KindFile, Mode: 0o100755, Size: 3, Mtime: -1, Ctime: 7, Ino: 9, Dev: 2, Have: true, Hash: blobHash([]byte("abc"))},
 			{Path: ".git/config", Kind: KindFile, Flags: flagGitMeta, Data: []byte("[core]\n")},
 			{Path: "l", Kind: KindSymlink}}}
@@ -27,7 +26,7 @@ func TestManifestRoundTripAndCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got.Entries) != 3 || got.Entries[0].Hash != m.Entries[0].Hash || !got.Entries[0].Have || got.Entries[0].Mtime != -1 ||
-		string(got.Entries[1].Data) != "[core]\n" || got.Entries[2].Have || got.Commit != "abc" || !got.Created.Equal(m.Created) {
+		string(got.Entries[1].Data) != "[core]\n" || got.Entries[2].Have || got.TopLevel != "/w" || !got.Created.Equal(m.Created) {
 		t.Errorf("round trip lost data: %+v", got.Entries)
 	}
 	for name, bad := range map[string][]byte{
@@ -41,8 +40,9 @@ func TestManifestRoundTripAndCorruption(t *testing.T) {
 	}
 }
 
-// TestRecordBaseLeavesIndexAndHead checks the session base touches neither the index nor HEAD,
-// records untracked and ignored files, and writes a commit git itself can read.
+// TestRecordBaseLeavesIndexAndHead checks the session base touches neither the index nor HEAD
+// nor the refs, records untracked and ignored files, keeps the bytes of the ignored .envrc in
+// the store (0600 in 0700 directories) and those of an ignored directory's files not at all.
 func TestRecordBaseLeavesIndexAndHead(t *testing.T) {
 	r := newRepo(t, baseFiles)
 	r.write(".envrc", "ignored but recorded\n")
@@ -50,8 +50,9 @@ func TestRecordBaseLeavesIndexAndHead(t *testing.T) {
 	r.write("ignored/dep.js", "dependency\n")
 	index, _ := os.ReadFile(r.abs(".git/index"))
 	head := r.git("rev-parse", "HEAD")
+	refs := r.git("for-each-ref")
 	r.clearCanary()
-	ref := r.record()
+	path := r.record()
 	r.checkCanary("RecordBase")
 	if after, _ := os.ReadFile(r.abs(".git/index")); !bytes.Equal(index, after) {
 		t.Error("RecordBase changed .git/index")
@@ -59,21 +60,24 @@ func TestRecordBaseLeavesIndexAndHead(t *testing.T) {
 	if got := r.git("rev-parse", "HEAD"); got != head {
 		t.Errorf("HEAD moved from %s to %s", head, got)
 	}
-	if !strings.HasPrefix(ref, RefPrefix+"box-test/") {
-		t.Errorf("ref %q is not under %sbox-test/", ref, RefPrefix)
+	if got := r.git("for-each-ref"); got != refs {
+		t.Errorf("refs changed from\n%s\nto\n%s", refs, got)
 	}
-	if got := r.git("cat-file", "-p", ref+":.envrc"); got != "ignored but recorded" {
-		t.Errorf("ignored .envrc in the base = %q", got)
+	dir := filepath.Join(r.home, "sessions", "box-test")
+	if filepath.Dir(path) != dir || !strings.HasSuffix(path, ".base") {
+		t.Errorf("manifest %q is not a .base file in %q", path, dir)
 	}
-	if _, err := r.tryGit("cat-file", "-e", ref+":ignored/dep.js"); err == nil {
-		t.Error("a file of an ignored directory was copied into the base commit")
+	st := openStore(r.home, "box-test")
+	if got, err := st.blob(blobHash([]byte("ignored but recorded\n")), 1<<20); err != nil || string(got) != "ignored but recorded\n" {
+		t.Errorf("the ignored .envrc is not in the store: %q, %v", got, err)
 	}
-	if got := r.git("rev-parse", ref+"^"); got != head {
-		t.Errorf("base parent = %s, want HEAD %s", got, head)
+	if _, err := st.blob(blobHash([]byte("dependency\n")), 1<<20); !errors.Is(err, errNotStored) {
+		t.Errorf("a file of an ignored directory was copied into the store: %v", err)
 	}
-	if out := r.git("-c", "core.hooksPath=/dev/null", "fsck", "--no-dangling", "--no-progress"); strings.Contains(out, "error") {
-		t.Errorf("git fsck: %s", out)
+	if _, err := st.blob(blobHash([]byte(baseFiles["Makefile"])), 1<<20); !errors.Is(err, errNotStored) {
+		t.Errorf("a blob the repository holds was copied into the store: %v", err)
 	}
+	checkPrivate(t, dir)
 	if rep := r.compare(Options{}); len(rep.Changes) != 0 {
 		t.Errorf("an unchanged tree shows changes: %+v", rep.Changes)
 	}
@@ -81,6 +85,34 @@ func TestRecordBaseLeavesIndexAndHead(t *testing.T) {
 	r.write("ignored/dep.js", "changed\n")
 	if rep := r.compare(Options{}); len(rep.Changes) != 1 || rep.Changes[0].Path != "ignored/dep.js" {
 		t.Errorf("a change in an ignored directory was missed: %+v", rep.Changes)
+	}
+}
+
+// checkPrivate fails when anything under dir is readable by others: directories 0700, files
+// 0600.
+func checkPrivate(t *testing.T, dir string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700 | os.ModeDir
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n < 4 {
+		t.Fatalf("walk %s: %v (%d entries)", dir, err, n)
 	}
 }
 
@@ -129,18 +161,12 @@ func TestStatCacheForgedMtime(t *testing.T) {
 	checkFindings(t, rep, []want{{"Makefile", "make", "curl"}}, true)
 }
 
-// TestTamperedObjectNotShown: the box rewrites the loose object of the base blob; the old text
-// must not be shown as if it were the base.
+// TestTamperedObjectNotShown: the box rewrites the repository's loose object of a committed
+// file's base blob; the old text must not be shown as if it were the base.
 func TestTamperedObjectNotShown(t *testing.T) {
-	r := newRepo(t, map[string]string{"README.md": "x\n"})
-	r.write("Makefile", "all:\n\techo base\n") // untracked: its blob is written loose by RecordBase
+	r := newRepo(t, map[string]string{"README.md": "x\n", "Makefile": "all:\n\techo base\n"})
 	r.record()
-	h := blobHash([]byte("all:\n\techo base\n"))
-	hex := strings.ToLower(strings.TrimSpace(r.git("hash-object", "--no-filters", "Makefile")))
-	if hex != plumbingHex(h) {
-		t.Fatalf("hash mismatch %s vs %s", hex, plumbingHex(h))
-	}
-	obj := filepath.Join(r.dir, ".git", "objects", hex[:2], hex[2:])
+	obj := looseObjectOf(t, r, []byte("all:\n\techo base\n"))
 	var z bytes.Buffer
 	zw := zlib.NewWriter(&z)
 	zw.Write([]byte("blob 17\x00all:\n\techo fake\n"))
@@ -157,6 +183,37 @@ func TestTamperedObjectNotShown(t *testing.T) {
 			t.Errorf("the tampered object's text was shown as the base: %v", f.Detail)
 		}
 	}
+}
+
+// TestTamperedStoreBlobNotShown: a stored blob whose bytes no longer match its id (a damaged
+// disk, a bad write) is reported, never shown as the base.
+func TestTamperedStoreBlobNotShown(t *testing.T) {
+	r := newRepo(t, map[string]string{"README.md": "x\n"})
+	r.write("Makefile", "all:\n\techo base\n") // untracked: kept in the store
+	r.record()
+	p := openStore(r.home, "box-test").blobPath(blobHash([]byte("all:\n\techo base\n")))
+	if err := os.WriteFile(p, []byte("all:\n\techo fake\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.write("Makefile", "all:\n\tcurl x\n")
+	rep := r.compare(Options{})
+	checkFindings(t, rep, []want{{"Makefile", "make", "failed verification"}}, true)
+	for _, f := range rep.Findings {
+		if strings.Contains(strings.Join(f.Detail, "\n"), "fake") {
+			t.Errorf("the tampered blob's text was shown as the base: %v", f.Detail)
+		}
+	}
+}
+
+// looseObjectOf returns the path of the loose object git holds for a blob with this content.
+func looseObjectOf(t *testing.T, r *testRepo, data []byte) string {
+	t.Helper()
+	hex := plumbingHex(blobHash(data))
+	p := filepath.Join(r.dir, ".git", "objects", hex[:2], hex[2:])
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no loose object for %q: %v", data, err)
+	}
+	return p
 }
 
 func plumbingHex(h [20]byte) string {
@@ -206,21 +263,4 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		_, _ = decodeManifest(data)
 	})
-}
-
-func TestPruneManifests(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"1.base", "2.base", "3.base", "4.base", "other"} {
-		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := pruneManifests(dir, 2); err != nil {
-		t.Fatal(err)
-	}
-	names, _ := readNames(dir)
-	slices.Sort(names)
-	if want := []string{"3.base", "4.base", "other"}; !slices.Equal(names, want) {
-		t.Errorf("after pruning: %v, want %v", names, want)
-	}
 }

@@ -16,29 +16,20 @@ import (
 type baseSet struct {
 	info    BaseInfo
 	entries []*entry // sorted by Path
-	// tampered says how the repository's copy of the session base disagrees with the manifest.
-	tampered string
 }
 
-// loadBase returns the latest session base (rev empty) or the tree of rev. A revision base
+// loadBase returns the latest session base (rev empty), read from the manifest at latestPath,
+// or the tree of rev. A revision base
 // borrows the git metadata of the latest session base, when there is one, since commits do not
 // hold it. go-git never applies replace refs or grafts, so a planted refs/replace cannot swap
 // what rev means.
-func loadBase(repo *git.Repository, rev string, latest *manifest) (*baseSet, error) {
+func loadBase(repo *git.Repository, rev string, latest *manifest, latestPath string) (*baseSet, error) {
 	if rev == "" {
 		if latest == nil {
 			return nil, ErrNoBase
 		}
-		b := &baseSet{entries: latest.Entries, info: BaseInfo{Kind: "session", Ref: latest.Ref,
-			Commit: latest.Commit, Created: &latest.Created, GitMetaCompared: true}}
-		ref, err := repo.Reference(plumbing.ReferenceName(latest.Ref), false)
-		switch {
-		case err != nil:
-			b.tampered = fmt.Sprintf("the session base ref was deleted from the repository (recorded commit %s); the trusted copy on the host was used", latest.Commit)
-		case ref.Hash().String() != latest.Commit:
-			b.tampered = fmt.Sprintf("the session base ref now points to %s, not the recorded %s; the trusted copy on the host was used", ref.Hash(), latest.Commit)
-		}
-		return b, nil
+		return &baseSet{entries: latest.Entries, info: BaseInfo{Kind: "session", Path: latestPath,
+			Created: &latest.Created, GitMetaCompared: true}}, nil
 	}
 	h, err := repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {

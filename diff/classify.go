@@ -4,7 +4,7 @@ package diff
 //   - catalogue match or an extra path the host's git config points at: the rule's severity
 //     (a deletion is medium: it can still unshadow or disable something);
 //   - git metadata of any git dir, nested .git dirs and files, bare repositories, case variants
-//     of ".git", a moved session-base ref: high;
+//     of ".git": high;
 //   - a new executable bit, a symlink (with its target text), a special file: high, except a
 //     symlink whose target stays inside the work tree (medium);
 //   - a GNUmakefile or makefile shadowing a Makefile: high;
@@ -30,6 +30,7 @@ type classifier struct {
 	p     *project.Project
 	o     Options
 	repo  *git.Repository
+	store store // the session bases of o.Box
 	base  *baseSet
 	cur   []*entry
 	absOf func(*entry) string

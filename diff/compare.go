@@ -42,13 +42,19 @@ type Report struct {
 	Base     BaseInfo  `json:"base"`
 	Findings []Finding `json:"findings"`
 	Changes  []Change  `json:"changes"`
+	// Notice, when not empty, says what Compare removed from the repository (the session bases
+	// older versions kept under refs/corral/sessions/); the caller prints it (not in the JSON).
+	Notice string `json:"-"`
 }
 
 // BaseInfo names what the work tree was compared against.
 type BaseInfo struct {
-	Kind    string     `json:"kind"` // "session" or "revision"
-	Ref     string     `json:"ref"`
-	Commit  string     `json:"commit"`
+	Kind string `json:"kind"` // "session" or "revision"
+	// Ref and Commit name a revision base: the revision as given and the commit it resolved to.
+	Ref    string `json:"ref,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// Path is a session base's trusted manifest under $CORRAL_HOME/sessions/<box>/.
+	Path    string     `json:"path,omitempty"`
 	Created *time.Time `json:"created,omitempty"`
 	// GitMetaCompared is false when no session base exists to compare git metadata against.
 	GitMetaCompared bool `json:"gitMetaCompared"`
@@ -109,12 +115,14 @@ func (o Options) fill(p *project.Project) (Options, error) {
 
 // Compare walks the work tree of p and reports every change since the base, host-executed
 // findings first. It reads raw bytes and lstat results only; it runs nothing from the repository.
+// It then removes the session bases older versions kept in the repository (Report.Notice).
 func Compare(ctx context.Context, p *project.Project, o Options) (*Report, error) {
 	o, err := o.fill(p)
 	if err != nil {
 		return nil, err
 	}
-	latest, err := latestManifest(o.Home, o.Box)
+	st := openStore(o.Home, o.Box)
+	latest, latestPath, err := latestManifest(st)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +133,7 @@ func Compare(ctx context.Context, p *project.Project, o Options) (*Report, error
 	if err != nil {
 		return nil, fmt.Errorf("open repository %q: %w", p.TopLevel, err)
 	}
-	b, err := loadBase(repo, o.Base, latest)
+	b, err := loadBase(repo, o.Base, latest, latestPath)
 	if err != nil {
 		return nil, err
 	}
@@ -145,13 +153,10 @@ func Compare(ctx context.Context, p *project.Project, o Options) (*Report, error
 		cur = dropGitMeta(cur)
 	}
 	r := &Report{Base: b.info, Changes: changes(b.entries, cur)}
-	c := &classifier{p: p, o: o, repo: repo, base: b, cur: cur, absOf: absOf}
+	c := &classifier{p: p, o: o, repo: repo, store: st, base: b, cur: cur, absOf: absOf}
 	c.classify(r)
-	if b.tampered != "" {
-		r.Findings = append([]Finding{{Severity: High, Group: "git", Path: b.info.Ref, Status: "modified",
-			Reason: b.tampered}}, r.Findings...)
-	}
 	sortFindings(r.Findings)
+	r.Notice = removeLegacyRefs(ctx, p)
 	return r, nil
 }
 

@@ -3,11 +3,13 @@ package diff
 // Details show what changed in a host-executed file: a structured diff where the format allows
 // (only the changed scripts and keys of package.json, the changed hooks of a pre-commit config),
 // the line diff otherwise, and a one-line summary for binary, large or unreadable content. The
-// old bytes come from the trusted manifest (git metadata) or from git's object store, verified
-// against the recorded hash, so that a box rewriting a loose object cannot change what is shown.
+// old bytes come from the trusted manifest (git metadata), the session-base store under
+// $CORRAL_HOME or git's object store, always verified against the recorded hash, so that a box
+// rewriting a loose object cannot change what is shown.
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -86,7 +88,9 @@ func (c *classifier) newContent(e *entry) content {
 	return content{data: data}
 }
 
-// oldContent returns the base bytes of e, verified against its recorded hash.
+// oldContent returns the base bytes of e, verified against its recorded hash: inline in the
+// manifest (git metadata), in the session-base store (what the repository lacked), or in the
+// repository's object store (what git already held, and the bases of older versions).
 func (c *classifier) oldContent(e *entry) content {
 	if e.Data != nil {
 		return content{data: e.Data}
@@ -97,9 +101,21 @@ func (c *classifier) oldContent(e *entry) content {
 	if e.Size > c.o.MaxText {
 		return content{missing: fmt.Sprintf("was %d bytes: not shown", e.Size)}
 	}
+	data, err := c.store.blob(e.Hash, c.o.MaxText)
+	if err == nil {
+		return content{data: data}
+	}
+	if !errors.Is(err, errNotStored) {
+		return content{missing: "in the session base store " + err.Error()}
+	}
+	return c.repoContent(e)
+}
+
+// repoContent reads the base bytes of e from the repository's object store.
+func (c *classifier) repoContent(e *entry) content {
 	blob, err := c.repo.BlobObject(plumbing.Hash(e.Hash))
 	if err != nil {
-		return content{missing: "not in the repository (larger files are recorded by hash only)"}
+		return content{missing: "not recorded (larger files and ignored directories are recorded by hash only)"}
 	}
 	if blob.Size > c.o.MaxText {
 		return content{missing: fmt.Sprintf("was %d bytes: not shown", blob.Size)}

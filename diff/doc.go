@@ -7,13 +7,18 @@
 //
 // The API the rest of git corral uses:
 //
-//   - RecordBase / RecordBaseWith (called by start): write the work tree as a commit under
-//     refs/corral/sessions/<box>/<timestamp> with go-git (index and HEAD untouched) and a trusted
-//     manifest under $CORRAL_HOME/sessions/<box>/ that lists every path with its lstat fields and
-//     blob hash, plus the git metadata of every git dir.
+//   - Record (called by start and diff --record; RecordBaseWith is the same without removing old
+//     refs): write a trusted manifest under $CORRAL_HOME/sessions/<box>/ that lists every path
+//     with its lstat fields and blob hash, plus the git metadata of every git dir, and keep in a
+//     blob store beside it the bytes of the files the repository lacks (store.go). Nothing goes
+//     into the repository: a base copies ignored files such as .env, and a ref or object there
+//     would be published by a push --mirror. A box keeps its newest five bases.
+//   - PruneBox (called by delete): remove all of a box's bases.
 //   - Compare: walk the work tree, hash what the manifest's stat cache cannot vouch for, and
 //     return a Report of Findings (host-executed changes, highest severity first) and Changes.
 //     Options.ExtraPaths takes work-tree paths the host's git config points at (from gitshadow).
+//     It removes the session bases older versions kept under refs/corral/sessions/ in the
+//     repository (legacy.go) and returns the notice in Report.Notice; Record does the same.
 //   - WriteText and Report.Escaped render a report for a terminal or for JSON.
 //   - Catalogue and Match expose the table of host-executed files.
 //

@@ -1,9 +1,9 @@
 package diff
 
 // The manifest is the trusted record of a session base. It lives on the host under
-// $CORRAL_HOME/sessions/<box>/, out of the box's reach, and lists every walked path with its
-// lstat fields and blob hash. Compare trusts it, not the repository: the box can rewrite
-// refs/corral/sessions/… and loose objects, but not the manifest. Its lstat fields are also the
+// $CORRAL_HOME/sessions/<box>/ (store.go), out of the box's reach, and lists every walked path
+// with its lstat fields and blob hash. Compare trusts it, not the repository: the box can
+// rewrite the repository's objects, but not the manifest. Its lstat fields are also the
 // stat cache: a file whose size, mtime, ctime, inode and mode all match, and whose ctime is
 // older than the manifest, has the recorded hash (the guest can forge mtime but not the host's
 // ctime).
@@ -27,10 +27,10 @@ import (
 const manifestMagic = "corral-session-base 1\n"
 
 // manifestHeader is the JSON line after the magic.
+// Manifests of older versions also name the ref and commit they wrote into the repository;
+// those fields are ignored.
 type manifestHeader struct {
 	Box      string    `json:"box"`
-	Ref      string    `json:"ref"`
-	Commit   string    `json:"commit"`
 	TopLevel string    `json:"topLevel"`
 	Created  time.Time `json:"created"`
 }
@@ -40,9 +40,6 @@ type manifest struct {
 	manifestHeader
 	Entries []*entry // sorted by Path
 }
-
-// sessionsDir is where a box's manifests live.
-func sessionsDir(home, box string) string { return filepath.Join(home, "sessions", box) }
 
 // encode serialises m: magic, header JSON line, entries, then a sha256 of everything before.
 func (m *manifest) encode() ([]byte, error) {
@@ -187,61 +184,32 @@ func (d *decoder) entry(e *entry) {
 	}
 }
 
-// saveManifest writes m atomically as <created>.base under the box's sessions directory.
-func saveManifest(home string, m *manifest) (string, error) {
+// saveManifest writes m atomically as <stamp>.base in the store and returns its path.
+func saveManifest(st store, m *manifest) (string, error) {
 	data, err := m.encode()
 	if err != nil {
 		return "", err
 	}
-	dir := sessionsDir(home, m.Box)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create %q: %w", dir, err)
-	}
-	p := filepath.Join(dir, stamp(m.Created)+".base")
+	p := filepath.Join(st.dir, stamp(m.Created)+".base")
 	if err := atomicfile.Write(p, data, 0o600); err != nil {
 		return "", fmt.Errorf("write session base %q: %w", p, err)
 	}
-	return p, pruneManifests(dir, keepManifests)
+	return p, nil
 }
 
-// keepManifests is how many session-base manifests a box keeps (a 100,000-file tree makes ~8 MB
-// ones); the refs in the repository are left alone.
-const keepManifests = 20
-
-// pruneManifests removes all but the newest keep manifests in dir.
-func pruneManifests(dir string, keep int) error {
-	names, err := readNames(dir)
-	if err != nil {
-		return fmt.Errorf("list session bases %q: %w", dir, err)
-	}
-	var bases []string
-	for _, n := range names {
-		if strings.HasSuffix(n, ".base") {
-			bases = append(bases, n)
-		}
-	}
-	sort.Strings(bases)
-	for len(bases) > keep {
-		if err := os.Remove(filepath.Join(dir, bases[0])); err != nil {
-			return fmt.Errorf("prune session base: %w", err)
-		}
-		bases = bases[1:]
-	}
-	return nil
-}
-
-// stamp is the sortable timestamp used in ref and manifest names.
+// stamp is the sortable timestamp that names a base's files.
 func stamp(t time.Time) string { return t.UTC().Format("20060102T150405.000000000Z") }
 
-// latestManifest loads the newest manifest of box, or returns (nil, nil) when there is none.
-func latestManifest(home, box string) (*manifest, error) {
-	dir := sessionsDir(home, box)
+// latestManifest loads the newest manifest in the store and returns it with its path, or
+// returns (nil, "", nil) when there is none.
+func latestManifest(st store) (*manifest, string, error) {
+	dir := st.dir
 	names, err := readNames(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list session bases %q: %w", dir, err)
+		return nil, "", fmt.Errorf("list session bases %q: %w", dir, err)
 	}
 	var bases []string
 	for _, n := range names {
@@ -250,17 +218,17 @@ func latestManifest(home, box string) (*manifest, error) {
 		}
 	}
 	if len(bases) == 0 {
-		return nil, nil
+		return nil, "", nil
 	}
 	sort.Strings(bases)
 	p := filepath.Join(dir, bases[len(bases)-1])
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return nil, fmt.Errorf("read session base %q: %w", p, err)
+		return nil, "", fmt.Errorf("read session base %q: %w", p, err)
 	}
 	m, err := decodeManifest(data)
 	if err != nil {
-		return nil, fmt.Errorf("read session base %q: %w", p, err)
+		return nil, "", fmt.Errorf("read session base %q: %w", p, err)
 	}
-	return m, nil
+	return m, p, nil
 }

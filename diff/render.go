@@ -28,7 +28,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) error {
 	b := r.Base
 	switch b.Kind {
 	case "session":
-		bw.printf("compared with session base %s (commit %.12s, %s)\n", visible.String(b.Ref), b.Commit, b.Created.UTC().Format("2006-01-02 15:04:05 UTC"))
+		bw.printf("compared with session base %s (%s)\n", visible.String(b.Path), b.Created.UTC().Format("2006-01-02 15:04:05 UTC"))
 	default:
 		bw.printf("compared with %s (commit %.12s)\n", visible.String(b.Ref), b.Commit)
 	}
@@ -134,6 +134,7 @@ func (e *errWriter) printf(format string, args ...any) {
 func (r *Report) Escaped() *Report {
 	out := *r
 	out.Base.Ref = visible.String(r.Base.Ref)
+	out.Base.Path = visible.String(r.Base.Path)
 	out.Findings = make([]Finding, len(r.Findings))
 	for i, f := range r.Findings {
 		f.Path, f.Reason, f.Detail = visible.String(f.Path), visible.String(f.Reason), escapeAll(f.Detail)

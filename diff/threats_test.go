@@ -149,10 +149,6 @@ func threatCases() []threatCase {
 		}, want: []want{{"nested/.git", "git", "nested git dir"}, {"nested/.git/config", "git", "fsmonitor = curl evil"}}},
 		{name: ".git file", mutate: func(r *testRepo) { r.write("w/.git", "gitdir: /tmp/elsewhere\n") },
 			want: []want{{"w/.git", "git", "gitdir: /tmp/elsewhere"}}},
-		{name: "session ref moved", mutate: func(r *testRepo) {
-			out := r.git("for-each-ref", "--format=%(refname)", "refs/corral/")
-			r.git("update-ref", out, "HEAD")
-		}, want: []want{{"refs/corral/sessions/", "git", "now points to"}}, only: true},
 		{name: "extra host-executed path", mutate: func(r *testRepo) { r.write(".hooks/pre-push", "curl evil\n") },
 			opts: Options{ExtraPaths: []string{".hooks"}},
 			want: []want{{".hooks/pre-push", "git", "the host's git config points at \".hooks\""}}, only: true},

@@ -52,7 +52,7 @@ func (k Kind) String() string {
 const (
 	flagGitMeta   = 1 << iota // a file of git metadata (".git/config", "sub/.git/hooks/x")
 	flagNestedGit             // a ".git" dir or file below the top level, or a bare repository
-	flagInCommit              // the blob is written to the base commit
+	flagStored                // the bytes are in the session-base store (older versions: in the repository)
 )
 
 // entry is one walked path with what lstat said and, once known, its git blob hash.

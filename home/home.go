@@ -93,6 +93,12 @@ func (h Home) MkdirAll(dir string) error {
 	return nil
 }
 
+// SessionBases is the directory of a box's session bases (package diff): their manifests and
+// the blob store holding the bytes the repository lacks, ignored files such as .env included.
+// It lives here, never in the repository, so that no ref or object of the repository carries
+// them.
+func (h Home) SessionBases(box string) string { return filepath.Join(h.Dir, "sessions", box) }
+
 // CloneStore is the bare, hook-free store of a clone-mode box (package clone).
 func (h Home) CloneStore(box string) string {
 	return filepath.Join(h.Dir, "clones", box+".git")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-corral/git-corral/diff"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
@@ -137,6 +138,9 @@ func defineDelete(fs *pflag.FlagSet) runFunc {
 		a.stopBroker(m, box)
 		if err := m.Delete(ctx, box); err != nil {
 			return withHint(err, "'git corral logs' shows what Lima said")
+		}
+		if err := diff.PruneBox(m.Home, box); err != nil { // session bases hold copies of ignored files
+			return err
 		}
 		fmt.Fprintf(a.stderr, "box %s deleted\n", box)
 		return nil

@@ -22,7 +22,7 @@ func defineDiff(fs *pflag.FlagSet) runFunc {
 	jsonOut := fs.Bool("json", false, "print one JSON document")
 	exitCode := fs.Bool("exit-code", false, "exit 1 when there are findings")
 	all := fs.Bool("all", false, "list every ordinary change with its diff")
-	record := fs.Bool("record", false, "record a session base now and print its ref")
+	record := fs.Bool("record", false, "record a session base now and print its path")
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) > 1 {
 			return usageErrorf("diff", "diff takes at most one BASE revision, got %d arguments", len(args))
@@ -46,14 +46,17 @@ func defineDiff(fs *pflag.FlagSet) runFunc {
 			box = a.box
 		}
 		if *record {
-			ref, err := diff.RecordBaseWith(ctx, p, box, diff.BaseOptions{Home: h.Dir})
+			rec, err := diff.Record(ctx, p, box, diff.BaseOptions{Home: h.Dir})
 			if err != nil {
 				return err
 			}
-			if *jsonOut {
-				return a.printJSON(map[string]string{"ref": ref})
+			if rec.Notice != "" {
+				a.notice(rec.Notice)
 			}
-			_, err = fmt.Fprintln(a.stdout, ref)
+			if *jsonOut {
+				return a.printJSON(map[string]string{"path": rec.Path})
+			}
+			_, err = fmt.Fprintln(a.stdout, rec.Path)
 			return err
 		}
 		o := diff.Options{Box: box, Home: h.Dir, All: *all}
@@ -66,6 +69,9 @@ func defineDiff(fs *pflag.FlagSet) runFunc {
 		}
 		if err != nil {
 			return err
+		}
+		if r.Notice != "" {
+			a.notice(r.Notice)
 		}
 		if *jsonOut {
 			err = a.printJSON(r.Escaped())

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 )
@@ -21,6 +22,8 @@ type Git struct {
 	Dir string
 	// Env holds extra KEY=value entries; nil means the inherited environment only.
 	Env []string
+	// Stdin, when not nil, is git's standard input (update-ref --stdin takes ref names there).
+	Stdin io.Reader
 }
 
 // Error is a failed git command: its argv, exit code and the tail of its stderr.
@@ -42,6 +45,7 @@ func (e *Error) Error() string {
 func (g Git) Output(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = g.Dir
+	cmd.Stdin = g.Stdin
 	if g.Env != nil {
 		cmd.Env = append(cmd.Environ(), g.Env...)
 	}
