@@ -43,6 +43,9 @@ type Options struct {
 	Protect bool
 	// OnChange is told about every change found and what became of it.
 	OnChange func(gitshadow.Change)
+	// Notice, when set, prints one-line notices (session bases older versions left in the
+	// repository's refs were removed).
+	Notice func(string)
 }
 
 // Guard is the host side of a running session.
@@ -91,12 +94,15 @@ func Begin(ctx context.Context, o Options) (*Guard, error) {
 			g.done <- gitshadow.Watch(wctx, snap, o.OnChange)
 		}()
 	}
-	base, err := diff.RecordBaseWith(ctx, o.Project, o.Box, diff.BaseOptions{Home: o.Home.Dir})
+	rec, err := diff.Record(ctx, o.Project, o.Box, diff.BaseOptions{Home: o.Home.Dir})
 	if err != nil {
 		g.stopWatch()
 		return nil, err
 	}
-	g.Base = base
+	if rec.Notice != "" && o.Notice != nil {
+		o.Notice(rec.Notice)
+	}
+	g.Base = rec.Path
 	return g, nil
 }
 

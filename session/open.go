@@ -50,6 +50,12 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if cfg.Source == SourceClone { // clone.go: no mount, HEAD + tracked changes delivered
 		return openCloneSource(ctx, req, p, cfg)
 	}
+	// A project that is, contains or lies inside what the host trusts ($HOME itself,
+	// $CORRAL_HOME, ~/.ssh, ~/.config, the Lima home…) would hand the box the host: refused
+	// before anything is recorded, looked for or booted (SECURITY.md "What a box may mount").
+	if err := h.CheckProjectMount(p.TopLevel, req.Getenv); err != nil {
+		return nil, mountHint(err)
+	}
 	done = trace.Step("preflight")
 	err = preflight(ctx, req, h, p.Box, p.TopLevel, cfg)
 	done()
@@ -184,6 +190,15 @@ func NetworkFor(req Request, box string, meta vm.Meta, cfg *policy.Config) (*pol
 	c := *cfg
 	c.Network = have
 	return &c, nil
+}
+
+// mountHint attaches the refused mount's own hint (home.HostPathError) to err.
+func mountHint(err error) error {
+	var he *home.HostPathError
+	if errors.As(err, &he) {
+		return hint.With(err, he.Hint())
+	}
+	return err
 }
 
 // ensureError adds the fix to an error of vm.Ensure; mounted says whether the box mounts its

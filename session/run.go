@@ -74,7 +74,7 @@ func (b *Box) Run(ctx context.Context, argv []string, st Streams, timeout time.D
 	var beginErr error
 	if envErr == nil && b.Project != nil {
 		done := trace.Step("host guard begin (snapshot, watch)")
-		g, beginErr = Begin(ctx, Options{Project: b.Project, Home: b.Manager.Home, Box: b.Name, Protect: b.Plan != nil, OnChange: Report(st.Stderr, lg, rec)})
+		g, beginErr = Begin(ctx, Options{Project: b.Project, Home: b.Manager.Home, Box: b.Name, Protect: b.Plan != nil, OnChange: Report(st.Stderr, lg, rec), Notice: b.req.notice})
 		done()
 	}
 	endGuard := func() error {
