@@ -51,6 +51,18 @@ func probeErr(kind string, args []string) error {
 	case "read":
 		_, err := os.ReadFile(arg(0))
 		return err
+	case "parent-environ":
+		_, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
+		return err
+	case "copyexec": // copy the program arg0 to arg1 and execute the copy
+		data, err := os.ReadFile(arg(0))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(arg(1), data, 0o755); err != nil {
+			return err
+		}
+		return exec.Command(arg(1), "probe", "sleep", "0").Run()
 	case "write":
 		return os.WriteFile(arg(0), []byte("probe\n"), 0o644)
 	case "hardlink": // link arg0 to arg1, then write through the link
