@@ -52,6 +52,11 @@ func execStep() int {
 		return fail("read the spec: %v", err)
 	}
 	f.Close()
+	if spec.Cgroup {
+		if err := joinCgroup(execCgroupFD); err != nil {
+			return fail("%v", err)
+		}
+	}
 	if err := setRlimits(spec.Limits); err != nil {
 		return fail("%v", err)
 	}

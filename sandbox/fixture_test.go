@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -149,3 +150,5 @@ type fakeResolver struct{ addr netip.Addr }
 func (r fakeResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	return []netip.Addr{r.addr}, nil
 }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

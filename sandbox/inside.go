@@ -92,6 +92,10 @@ func supervise() (Report, int) {
 	cmd := exec.Command(InitPath, "sandbox", "--stage", "exec")
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{r}
+	if spec.Cgroup {
+		unix.CloseOnExec(cgroupFD)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(cgroupFD, "cgroup.procs"))
+	}
 	if err := cmd.Start(); err != nil {
 		return setupReport("start the exec step: %v", err)
 	}

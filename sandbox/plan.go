@@ -35,6 +35,10 @@ const (
 	specFD    = 3
 	reportFD  = 4
 	seccompFD = 5
+	// cgroupFD is the pids cgroup's cgroup.procs (root with limits.pids only); the exec step
+	// gets it as execCgroupFD.
+	cgroupFD     = 6
+	execCgroupFD = 4
 )
 
 // systemLinks are the top-level system paths that are either directories or (merged /usr)
@@ -97,6 +101,8 @@ type Spec struct {
 	Secret string `json:"secret,omitempty"`
 	// RelayPort is the relay's port inside, set by the init step for the exec step.
 	RelayPort uint16 `json:"relayPort,omitempty"`
+	// Cgroup is set when a pids cgroup's cgroup.procs comes on cgroupFD.
+	Cgroup bool `json:"cgroup,omitempty"`
 	// NoLandlock accepts running without Landlock (logged).
 	NoLandlock bool `json:"noLandlock,omitempty"`
 }

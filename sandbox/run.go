@@ -118,6 +118,7 @@ func run(ctx context.Context, o Options, rec *Record) (*Result, error) {
 // prepared is a checked plan with its broker running.
 type prepared struct {
 	plan    *Plan
+	cgroup  *pidsCgroup
 	filter  []byte
 	cleanup func()
 }
@@ -153,6 +154,15 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 		return nil, err
 	}
 	p.plan.Spec.NoLandlock = abi < MinLandlockABI && o.NoLandlock
+	if needPidsCgroup(p.plan.Spec.Limits) {
+		if p.cgroup, err = newPidsCgroup(p.plan.Spec.Limits.Pids); err != nil {
+			p.cleanup()
+			return nil, err
+		}
+		p.plan.Spec.Cgroup = true
+		stop := p.cleanup
+		p.cleanup = func() { p.cgroup.remove(); stop() }
+	}
 	return p, nil
 }
 
@@ -223,6 +233,9 @@ func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Rec
 	cmd.Env = []string{}
 	cmd.Stdin = o.Stdin
 	cmd.ExtraFiles = []*os.File{specR, repW, secR}
+	if p.cgroup != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, p.cgroup.procs)
+	}
 	lim := p.plan.Spec.Limits
 	var out *outputCap
 	if lim.Output > 0 {
@@ -245,6 +258,9 @@ func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Rec
 	limit := watch(ctx, cmd, lim.Timeout, out)
 	cmd.Wait()
 	<-repDone
+	if p.cgroup != nil && p.cgroup.hit() {
+		rep.PidsPeak = lim.Pids
+	}
 	return finish(cmd, rep, limit, lim, rec)
 }
 
