@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -63,7 +62,7 @@ func hostileCases() []hostileCase {
 			deny:  func(f *fixture) *Manifest { return &Manifest{Write: []string{f.writeDir}} },
 			grant: func(f *fixture) *Manifest { return &Manifest{Write: []string{f.writeDir}, Exec: []string{f.writeDir}} }},
 		{name: "exec a copy written to scratch", layer: "permission denied", probe: func(f *fixture) []string {
-			return []string{"copyexec", f.self, "/tmp/" + filepath.Base(f.dir) + "-copy"}
+			return []string{"copyexec", f.self, f.scratchCopy()}
 		}},
 		{name: "exec from memfd_create", layer: "operation not permitted", probe: func(f *fixture) []string { return []string{"memfd", f.self} }},
 		{name: "ptrace the parent", layer: "operation not permitted", probe: probe("ptrace-parent")},
@@ -78,6 +77,7 @@ func TestHostile(t *testing.T) {
 	f := newFixture(t)
 	must(t, os.MkdirAll(f.dir+"/bin", 0o755))
 	must(t, os.WriteFile(f.dir+"/bin/script", []byte("#!/usr/bin/perl\nexit 0;\n"), 0o755))
+	t.Cleanup(func() { os.Remove(f.scratchCopy()) })
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {
 			args := c.probe(f)
@@ -120,4 +120,9 @@ func anyStrings(v any) []string {
 		}
 	}
 	return out
+}
+
+// scratchCopy is a /tmp path unique to this fixture (the control writes it on the host).
+func (f *fixture) scratchCopy() string {
+	return "/tmp/" + strings.ReplaceAll(strings.TrimPrefix(f.dir, "/"), "/", "-") + "-copy"
 }
