@@ -102,10 +102,20 @@ func ParseManifest(name string, data []byte, home string) (*Manifest, error) {
 	sum := sha256.Sum256(data)
 	m := &Manifest{Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:])}
 	var raw map[string]any
-	if _, err := toml.Decode(string(data), &raw); err != nil {
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
 		return nil, fmt.Errorf("sandbox manifest %s: %w", name, err)
 	}
 	p := &parser{name: name, home: home}
+	// The decoder keeps the last of two definitions of an array key; a manifest must say one.
+	seen := map[string]bool{}
+	for _, k := range md.Keys() {
+		if key := k.String(); seen[key] {
+			p.errf(key, "defined more than once")
+		} else {
+			seen[key] = true
+		}
+	}
 	for _, t := range sortedKeys(raw) {
 		allowed, ok := tables[t]
 		if !ok {

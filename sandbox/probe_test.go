@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,6 +77,21 @@ func probeErr(kind string, args []string) error {
 		return memfdExec(arg(0))
 	case "ptrace-parent":
 		return unix.PtraceSeize(os.Getppid())
+	case "seccomp-ioctl": // under the sandbox's filter (arg0 "filter") or none, ioctl(/dev/null, arg1)
+		if arg(0) == "filter" {
+			pol := seccompPolicy()
+			if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: pol}); err != nil {
+				return fmt.Errorf("load filter: %w", err)
+			}
+		}
+		req, _ := strconv.ParseUint(arg(1), 0, 64)
+		null, err := os.Open("/dev/null")
+		if err != nil {
+			return err
+		}
+		c := byte('x')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, null.Fd(), uintptr(req), uintptr(unsafe.Pointer(&c)))
+		return e
 	case "tiocsti":
 		c := byte('x')
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
