@@ -188,7 +188,7 @@ func commandEnv(m *Manifest, h Host) []string {
 func bwrapArgs(m *Manifest, h Host, scratch int64) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-		"--new-session", "--clearenv", "--hostname", "corral-sandbox",
+		"--new-session", "--clearenv", "--setenv", "HOME", "/tmp", "--hostname", "corral-sandbox",
 		"--ro-bind", "/usr", "/usr",
 	}
 	for _, l := range systemLinks {

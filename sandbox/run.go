@@ -32,7 +32,8 @@ type Options struct {
 	// Home, CorralHome and Cwd are the host's $HOME, git corral's state directory and the
 	// working directory.
 	Home, CorralHome, Cwd string
-	// Self is the git corral binary (os.Executable()), re-executed inside.
+	// Self is the binary re-executed inside for the init and exec steps: InsideBinary of
+	// git corral's own path.
 	Self string
 	// Lookup reads host variables (env.pass, PATH); nil means os.LookupEnv.
 	Lookup func(string) (string, bool)
@@ -46,6 +47,20 @@ type Options struct {
 	// Resolver and Dial are the broker's, for tests; nil means the host's.
 	Resolver broker.Resolver
 	Dial     broker.DialFunc
+}
+
+// HelperName is the small binary that runs the inside steps, installed beside git-corral.
+const HelperName = "git-corral-sandbox"
+
+// InsideBinary returns the binary to run the inside steps: HelperName beside self when it is
+// there (a start of it costs a fraction of git corral's), else self, which has the same
+// 'sandbox --stage NAME' entry.
+func InsideBinary(self string) string {
+	helper := filepath.Join(filepath.Dir(self), HelperName)
+	if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return helper
+	}
+	return self
 }
 
 // Result is how a run ended.
@@ -303,12 +318,14 @@ func finish(cmd *exec.Cmd, rep Report, limitOf func() string, lim Limits, rec *R
 	switch {
 	case limit == LimitTimeout:
 		res.Status = 124
+	case limit == "interrupted":
+		res.Status = 130
 	case limit != "":
 		res.Status = 128 + 9
 	case rep.Error != "":
 		return nil, errors.New(rep.Error)
 	case rep == (Report{}) && cmd.ProcessState.ExitCode() != 0:
-		return nil, fmt.Errorf("bubblewrap failed (status %d) before the command started; its message is above", cmd.ProcessState.ExitCode())
+		return nil, fmt.Errorf("the sandbox failed (status %d) before the command started; the message above says why", cmd.ProcessState.ExitCode())
 	default:
 		res.Limit = limitFromReport(rep, lim)
 	}
