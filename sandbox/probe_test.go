@@ -127,6 +127,19 @@ func probeErr(kind string, args []string) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}}
 		return cmd.Run()
+	case "serve": // accept TCP connections on arg0 until killed
+		ln, err := net.Listen("tcp4", arg(0))
+		if err != nil {
+			return err
+		}
+		fmt.Println("listening")
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
 	case "sleep":
 		d, _ := time.ParseDuration(arg(0))
 		time.Sleep(d)
