@@ -13,7 +13,6 @@ type limitCase struct {
 	argv      func(f *fixture, heavy bool) []string
 	limits    Limits
 	roomy     Limits
-	exec      []string
 	wantLimit string
 	// wantStatus is the stopped run's status; 0 means any failure.
 	wantStatus int

@@ -167,7 +167,7 @@ func limitProbe(kind, arg string) error {
 		}
 		return nil
 	case "balloon": // touch n MiB
-		var keep [][]byte
+		keep := make([][]byte, 0, n)
 		for range n {
 			b := make([]byte, 1<<20)
 			for i := 0; i < len(b); i += 4096 {
@@ -175,6 +175,7 @@ func limitProbe(kind, arg string) error {
 			}
 			keep = append(keep, b)
 		}
+		fmt.Println(len(keep), "MiB touched")
 		return nil
 	case "fill": // write n MiB to /tmp
 		f, err := os.Create("/tmp/fill")
