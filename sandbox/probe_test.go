@@ -92,6 +92,8 @@ func probeErr(kind string, args []string) error {
 		c := byte('x')
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, null.Fd(), uintptr(req), uintptr(unsafe.Pointer(&c)))
 		return e
+	case "sandboxed-tiocsti":
+		return sandboxedTIOCSTI(arg(0))
 	case "tiocsti":
 		c := byte('x')
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
