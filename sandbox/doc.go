@@ -10,7 +10,12 @@
 //   - the two steps that run inside the sandbox as re-executions of git corral itself
 //     (inside.go: the init step, which relays the broker and reports how the command ended;
 //     execstep.go: limits and Landlock, then exec of the command);
-//   - the seccomp filter (seccomp.go), the host side of a run (run.go) and its log line (log.go).
+//   - the seccomp filter (seccomp.go), the host side of a run (run.go), its log line (log.go),
+//     root's pids cgroup (cgroup.go) and the macOS Seatbelt rendering of a manifest
+//     (seatbelt.go, not yet run by the command).
+//
+// The inside steps run in cmd/git-corral-sandbox, a small binary installed beside git-corral
+// (InsideBinary), or in git corral itself ('git corral sandbox --stage NAME').
 //
 // It does not own the broker (package broker decides every destination and writes its own log
 // lines), the log file's locking (package audit) or the command line (cmd/git-corral).
