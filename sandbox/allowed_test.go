@@ -81,6 +81,10 @@ func TestBroker(t *testing.T) {
 	if !allow || !deny {
 		t.Errorf("the sandbox log has allow=%v for canary.test and deny=%v for other.test, want both", allow, deny)
 	}
+	c, err := ReadLog(LogPath(f.corral))
+	if err != nil || len(c.Runs) != 2 || len(c.Decisions) < 2 || c.Bad != 0 {
+		t.Errorf("ReadLog: %d runs, %d decisions, %d bad lines, %v; want 2 runs, both decisions, none bad", len(c.Runs), len(c.Decisions), c.Bad, err)
+	}
 }
 
 func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
