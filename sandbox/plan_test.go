@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +85,28 @@ func TestPlanMountOrder(t *testing.T) {
 	p, _ = NewPlan(&Manifest{}, testHost(), []string{"true"})
 	if !strings.Contains(strings.Join(p.Args, " "), "--chdir /tmp ") {
 		t.Errorf("an ungranted working directory must not be mounted: %v", p.Args)
+	}
+}
+
+// TestRunRefusesSymlinkedCorralHome: a grant is compared with where $CORRAL_HOME really is, so
+// granting the target of a symlinked $CORRAL_HOME (or its parent) is refused.
+func TestRunRefusesSymlinkedCorralHome(t *testing.T) {
+	dir := t.TempDir()
+	real := dir + "/data/corral"
+	must(t, os.MkdirAll(real, 0o700))
+	must(t, os.Symlink(real, dir+"/corral-link"))
+	self := mustExecutable(t)
+	for _, grant := range []string{dir + "/data", real} {
+		_, err := Run(t.Context(), Options{Manifest: &Manifest{Read: []string{grant}}, Argv: []string{"/usr/bin/true"},
+			Self: self, CorralHome: dir + "/corral-link", Cwd: dir, Lookup: func(string) (string, bool) { return "", false }})
+		if !errors.Is(err, ErrGrant) {
+			t.Errorf("fs.read %q with $CORRAL_HOME a symlink to %q: %v, want refused", grant, real, err)
+		}
+	}
+	must(t, os.MkdirAll(dir+"/sibling", 0o755))
+	_, err := Run(t.Context(), Options{Manifest: &Manifest{Read: []string{dir + "/sibling"}}, Argv: []string{"/usr/bin/true"},
+		Self: self, CorralHome: dir + "/corral-link", Cwd: dir, Lookup: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Errorf("an unrelated grant: %v, want it to run", err)
 	}
 }

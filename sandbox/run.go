@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -82,6 +83,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Manifest == nil {
 		o.Manifest = &Manifest{}
 	}
+	// Grants are resolved in place below; the caller's manifest stays as written.
+	m := *o.Manifest
+	m.Read, m.Write, m.Exec = slices.Clone(m.Read), slices.Clone(m.Write), slices.Clone(m.Exec)
+	o.Manifest = &m
 	if o.Lookup == nil {
 		o.Lookup = os.LookupEnv
 	}
@@ -184,6 +189,10 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 // gather reads the host's layout, resolves the program and checks that every grant exists.
 func gather(o Options) (Host, error) {
 	h := Host{Home: o.Home, CorralHome: o.CorralHome, Self: o.Self, Cwd: o.Cwd, Lookup: o.Lookup, Links: map[string]string{}}
+	// A grant is compared with where $CORRAL_HOME really is, as grants are resolved too.
+	if real, err := filepath.EvalSymlinks(o.CorralHome); err == nil {
+		h.CorralHome = real
+	}
 	if len(o.Argv) == 0 {
 		return h, errors.New("no command given")
 	}
