@@ -13,7 +13,7 @@ PACKAGES=(
   git make man-db bash-completion zsh fish util-linux curl ca-certificates
   qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client openssh-sftp-server
   nftables iproute2 iptables shellcheck socat hyperfine squid tinyproxy
-  openssh-server sudo iputils-ping python3 sshfs
+  openssh-server sudo iputils-ping python3 sshfs bubblewrap
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -56,6 +56,7 @@ func commands() []*command {
 		{name: "connection", summary: "hold a box's SSH connection open for later commands (what run starts)", define: defineConnection, verbs: []string{"serve"}},
 		{name: "broker", summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
 
+		{name: "sandbox", summary: "run a command in the light tier: bubblewrap, Landlock, seccomp and limits, no VM", define: defineSandbox, stopAtFirstArg: true},
 		{name: "review", summary: "show the repository's provision scripts and packages; approve them", define: defineReview},
 		{name: "provision", summary: "write the guest scripts this repository's box would get", define: defineProvision, verbs: []string{"render"}},
 		{name: "version", summary: "show the versions of git corral, Go and Lima", define: defineVersion},

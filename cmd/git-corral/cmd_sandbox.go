@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/sandbox"
+	"github.com/git-corral/git-corral/vm"
+)
+
+func defineSandbox(fs *pflag.FlagSet) runFunc {
+	manifest := fs.String("manifest", "", "the manifest (TOML) of what the command is granted")
+	noLandlock := fs.Bool("no-landlock", false, "accept a kernel without Landlock (logged)")
+	stage := fs.String("stage", "", "a step inside the sandbox (git corral runs it itself)")
+	return func(ctx context.Context, a *app, args []string) error {
+		if *stage != "" {
+			return statusOf(sandbox.Stage(*stage))
+		}
+		if len(args) == 0 {
+			return usageErrorf("sandbox", "sandbox needs a command: git corral sandbox [--manifest FILE] -- CMD...")
+		}
+		o, err := a.sandboxOptions(*manifest, args)
+		if err != nil {
+			return err
+		}
+		o.NoLandlock = *noLandlock
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		res, err := sandbox.Run(ctx, o)
+		if errors.Is(err, sandbox.ErrSetup) {
+			return withHint(err, "nothing ran; fix the manifest or the host and run it again (the run is in $CORRAL_HOME/logs/sandbox.jsonl)")
+		}
+		if err != nil {
+			return err
+		}
+		if res.Limit != "" {
+			fmt.Fprintf(a.stderr, "corral: sandbox: the command was stopped by limits.%s (status %d)\n", res.Limit, res.Status)
+		}
+		return statusOf(res.Status)
+	}
+}
+
+// sandboxOptions gathers the host side of a sandboxed run.
+func (a *app) sandboxOptions(manifest string, args []string) (sandbox.Options, error) {
+	h, err := home.Resolve(a.getenv)
+	if err != nil {
+		return sandbox.Options{}, err
+	}
+	cwd, err := a.workDir()
+	if err != nil {
+		return sandbox.Options{}, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return sandbox.Options{}, fmt.Errorf("find the git corral binary to run inside the sandbox: %w", err)
+	}
+	o := sandbox.Options{
+		Argv: args, Home: a.getenv("HOME"), CorralHome: h.Dir, Cwd: cwd, Self: sandbox.InsideBinary(self),
+		Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr,
+		Lookup: func(n string) (string, bool) { v := a.getenv(n); return v, v != "" },
+	}
+	if manifest != "" {
+		if o.Manifest, err = sandbox.LoadManifest(manifest, o.Home); err != nil {
+			return o, withHint(err, "see 'git corral sandbox -h' for the manifest's keys")
+		}
+	}
+	return o, nil
+}
+
+// statusOf passes a sandboxed command's status through, silently.
+func statusOf(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return vm.ExitStatus(code)
+}

@@ -1,0 +1,42 @@
+// Package sandbox is the light tier: it runs one command on the host, without a VM, inside
+// bubblewrap namespaces, a Landlock domain, a seccomp filter and resource limits, from a manifest
+// that grants file reads and writes, programs, environment names and broker destinations.
+//
+// It owns:
+//   - the manifest (manifest.go): TOML with strict keys, every value checked, each error naming
+//     the file and the key as written;
+//   - the plan (plan.go): the manifest and the host's layout turned into bubblewrap's argv and
+//     the spec the inside steps follow, by pure functions;
+//   - the two steps that run inside the sandbox as re-executions of git corral itself
+//     (inside.go: the init step, which relays the broker and reports how the command ended;
+//     execstep.go: limits and Landlock, then exec of the command);
+//   - the seccomp filter (seccomp.go), the host side of a run (run.go), its log line (log.go),
+//     root's pids cgroup (cgroup.go) and the macOS Seatbelt rendering of a manifest
+//     (seatbelt.go, not yet run by the command).
+//
+// The inside steps run in cmd/git-corral-sandbox, a small binary installed beside git-corral
+// (InsideBinary), or in git corral itself ('git corral sandbox --stage NAME').
+//
+// It does not own the broker (package broker decides every destination and writes its own log
+// lines), the log file's locking (package audit) or the command line (cmd/git-corral).
+//
+// Rules:
+//   - Deny by default: nothing of $HOME, the project or $CORRAL_HOME is visible unless the
+//     manifest grants it; no network but loopback; no program executed but the command and
+//     exec.allow; no host variable but env.pass.
+//   - Fail closed: a layer that cannot be applied (bubblewrap missing, Landlock absent or too
+//     old, a seccomp filter refused, a grant that does not exist) stops the run before the
+//     command starts; the command never runs with less than the manifest promised.
+//   - Secrets never on argv or in the log: the broker's per-run secret reaches the inside
+//     through a pipe, and the log records names and paths, never values.
+//
+// Decisions:
+//   - Landlock is applied inside, after bubblewrap has built the mounts (a Landlock domain
+//     forbids mount(2)), by a fresh re-execution that then execs the command, so the rlimits
+//     are set in a process that has nothing else to do.
+//   - The init step stays outside the Landlock domain, as the command's parent: Landlock's
+//     ptrace and signal scoping then keep the command from reaching it, and it can report
+//     whether the scratch disk filled.
+//   - seccomp is a filter assembled by github.com/elastic/go-seccomp-bpf and loaded by
+//     bubblewrap (--seccomp FD), so it covers every step inside.
+package sandbox

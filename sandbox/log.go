@@ -1,0 +1,74 @@
+package sandbox
+
+// Log rules: one JSON line per run in $CORRAL_HOME/logs/sandbox.jsonl, appended whole under the
+// audit package's lock; the broker appends one line per decision to the same file (its own
+// shape, with "decision"). A run's line carries the command, the manifest's path and digest,
+// what was granted (paths and variable names, never values), the layers that held, how long
+// it took, how it ended and which limit ended it.
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/git-corral/git-corral/audit"
+)
+
+// EventRun is the event of a run's log line.
+const EventRun = "sandbox-run"
+
+// Limits a run can end on, as the log names them.
+const (
+	LimitTimeout = "timeout"
+	LimitOutput  = "output"
+	LimitCPU     = "cpu"
+	LimitMemory  = "memory"
+	LimitPids    = "pids"
+	LimitScratch = "scratch"
+)
+
+// Record is one run's log line.
+type Record struct {
+	Time           time.Time `json:"time"`
+	Event          string    `json:"event"`
+	Argv           []string  `json:"argv"`
+	Cwd            string    `json:"cwd,omitempty"`
+	Manifest       string    `json:"manifest,omitempty"`
+	ManifestDigest string    `json:"manifestDigest,omitempty"`
+	Granted        Grants    `json:"granted"`
+	// EnvUnset are env.pass names the host did not have (so nothing was passed).
+	EnvUnset []string `json:"envUnset,omitempty"`
+	// Layers are the enforcement layers that were applied ("bwrap", "landlock-abi-7",
+	// "seccomp", "rlimits"); Weaker says which layer was accepted missing, and by what.
+	Layers     []string `json:"layers"`
+	Weaker     string   `json:"weaker,omitempty"`
+	DurationMs float64  `json:"durationMs"`
+	ExitCode   int      `json:"exitCode"`
+	Signal     string   `json:"signal,omitempty"`
+	// Limit names the limit that ended the run, when one did.
+	Limit string `json:"limit,omitempty"`
+	// Error is set when the sandbox could not be set up (the command never ran).
+	Error string `json:"error,omitempty"`
+	PID   int    `json:"pid"`
+}
+
+// Grants are what the manifest granted: paths and names only.
+type Grants struct {
+	Read    []string `json:"read,omitempty"`
+	Write   []string `json:"write,omitempty"`
+	Exec    []string `json:"exec,omitempty"`
+	Network []string `json:"network,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	Limits  Limits   `json:"limits"`
+}
+
+// LogPath is the sandbox log under corralHome.
+func LogPath(corralHome string) string {
+	return filepath.Join(corralHome, "logs", "sandbox.jsonl")
+}
+
+// appendRecord writes rec to the log under corralHome.
+func appendRecord(ctx context.Context, corralHome string, rec Record) error {
+	l := audit.Log{Path: LogPath(corralHome)}
+	return l.AppendValue(ctx, rec)
+}

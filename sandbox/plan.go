@@ -1,0 +1,297 @@
+package sandbox
+
+// Plan rules:
+//   - The sandbox sees the system directories read-only (/usr and the /bin, /sbin, /lib*
+//     links or directories beside it), the files of /etc that programs need (never shadow,
+//     ssh or sudo files), its own /proc and /dev, a private size-limited /tmp, and the
+//     manifest's grants at their host paths. Nothing else of the host is mounted.
+//   - A grant may not be or contain $CORRAL_HOME, nor lie inside it, nor be "/", /proc or /dev:
+//     the host's own state never enters a sandbox.
+//   - Values never travel on bubblewrap's argv (which any local process can read in /proc):
+//     the environment, the command and the broker's secret go through the spec pipe.
+//   - Mounts are ordered parents first, so a read-only grant inside a writable one stays
+//     read-only, and grants inside /tmp are mounted after the scratch tmpfs.
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Paths inside the sandbox that git corral itself provides.
+const (
+	// InitPath is where the git corral binary is bound, read-only, to run the inside steps.
+	InitPath = "/run/corral/init"
+	// brokerDir is where the host's broker socket directory is bound.
+	brokerDir = "/run/corral/broker"
+	// brokerSock is the socket's name in it.
+	brokerSock = "broker.sock"
+)
+
+// File descriptors bubblewrap and the init step receive.
+const (
+	specFD    = 3
+	reportFD  = 4
+	seccompFD = 5
+	// cgroupFD is the pids cgroup's cgroup.procs (root with limits.pids only); the exec step
+	// gets it as execCgroupFD.
+	cgroupFD     = 6
+	execCgroupFD = 4
+)
+
+// systemLinks are the top-level system paths that are either directories or (merged /usr)
+// symlinks into /usr.
+var systemLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// EtcFiles are the files and directories of /etc a sandbox sees, when the host has them.
+var EtcFiles = []string{
+	"/etc/alternatives", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/group",
+	"/etc/host.conf", "/etc/hosts", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/localtime", "/etc/mime.types", "/etc/nsswitch.conf", "/etc/passwd", "/etc/protocols",
+	"/etc/services", "/etc/ssl",
+}
+
+// Host is what the plan needs to know about this machine. Gather fills it; tests give it.
+type Host struct {
+	// Home and CorralHome are the host's $HOME and git corral's state directory.
+	Home, CorralHome string
+	// Self is the git corral binary re-executed inside.
+	Self string
+	// Program is the command's program as an absolute host path.
+	Program string
+	// Cwd is the directory the command was started from.
+	Cwd string
+	// Links maps each of systemLinks present on the host to its symlink target, or to "" when
+	// it is a real directory.
+	Links map[string]string
+	// Etc are the EtcFiles present on the host.
+	Etc []string
+	// Lookup returns a host variable for env.pass.
+	Lookup func(string) (string, bool)
+	// Relay is set when the run has a broker: the socket directory on the host.
+	BrokerDir string
+	// Secret is the broker's per-run proxy secret.
+	Secret string
+}
+
+// Plan is one run: bubblewrap's argv and the spec of the inside steps.
+type Plan struct {
+	// Args are bubblewrap's arguments (without "bwrap").
+	Args []string
+	// Spec goes to the init step through the spec pipe.
+	Spec Spec
+}
+
+// Spec is what the inside steps do. It is JSON on the spec pipe.
+type Spec struct {
+	// Argv is the command, its program an absolute path.
+	Argv []string `json:"argv"`
+	// Env is the command's environment, NAME=VALUE.
+	Env []string `json:"env"`
+	// Read, Write and Exec are the Landlock grants; SystemRead the system directories.
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
+	Exec  []string `json:"exec"`
+	// Limits are applied by the exec step (rlimits) and reported on by the init step.
+	Limits Limits `json:"limits"`
+	// Broker is the broker socket inside ("" for none); Secret its proxy password.
+	Broker string `json:"broker,omitempty"`
+	Secret string `json:"secret,omitempty"`
+	// RelayPort is the relay's port inside, set by the init step for the exec step.
+	RelayPort uint16 `json:"relayPort,omitempty"`
+	// Cgroup is set when a pids cgroup's cgroup.procs comes on cgroupFD.
+	Cgroup bool `json:"cgroup,omitempty"`
+	// NoLandlock accepts running without Landlock (logged).
+	NoLandlock bool `json:"noLandlock,omitempty"`
+}
+
+// ErrGrant is wrapped by every refused grant.
+var ErrGrant = errors.New("grant refused")
+
+// NewPlan turns m and the host's layout into a plan, or refuses a grant that would expose the
+// host's own state.
+func NewPlan(m *Manifest, h Host, argv []string) (*Plan, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("sandbox: no command given")
+	}
+	if err := checkGrants(m, h); err != nil {
+		return nil, err
+	}
+	p := &Plan{Spec: Spec{
+		Argv: append([]string{h.Program}, argv[1:]...), Env: commandEnv(m, h),
+		Read: m.Read, Write: m.Write, Exec: append(append([]string{}, m.Exec...), h.Program),
+		Limits: m.Limits,
+	}}
+	if p.Spec.Limits.Scratch == 0 {
+		p.Spec.Limits.Scratch = DefaultScratch
+	}
+	if h.BrokerDir != "" {
+		p.Spec.Broker, p.Spec.Secret = brokerDir+"/"+brokerSock, h.Secret
+	}
+	p.Args = bwrapArgs(m, h, p.Spec.Limits.Scratch)
+	return p, nil
+}
+
+// checkGrants refuses grants of the host's state or of the sandbox's own mounts.
+func checkGrants(m *Manifest, h Host) error {
+	var errs []error
+	check := func(key string, paths []string) {
+		for _, p := range paths {
+			if why := refusal(p, h.CorralHome); why != "" {
+				errs = append(errs, fmt.Errorf("sandbox manifest %s: %s: %q %s: %w", m.Source, key, p, why, ErrGrant))
+			}
+		}
+	}
+	check("fs.read", m.Read)
+	check("fs.write", m.Write)
+	check("exec.allow", m.Exec)
+	return errors.Join(errs...)
+}
+
+// refusal says why path may not be granted, or "".
+func refusal(path, corralHome string) string {
+	switch {
+	case path == "/":
+		return "is the whole host; grant narrower paths"
+	case within(path, "/proc"), within(path, "/dev"), within(path, "/run/corral"):
+		return "is provided by the sandbox itself"
+	case corralHome != "" && (within(corralHome, path) || within(path, corralHome)):
+		return fmt.Sprintf("would expose git corral's state %s; grant narrower paths", corralHome)
+	}
+	return ""
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// commandEnv is the command's environment: a fixed PATH, HOME and TMPDIR, then env.pass.
+func commandEnv(m *Manifest, h Host) []string {
+	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp"}
+	for _, n := range m.Env {
+		if v, ok := h.Lookup(n); ok {
+			env[n] = v
+		}
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// bwrapArgs builds bubblewrap's argv.
+func bwrapArgs(m *Manifest, h Host, scratch int64) []string {
+	a := []string{
+		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+		"--new-session", "--clearenv", "--setenv", "HOME", "/tmp", "--hostname", "corral-sandbox",
+		"--ro-bind", "/usr", "/usr",
+	}
+	for _, l := range systemLinks {
+		target, ok := h.Links[l]
+		switch {
+		case !ok:
+		case target != "":
+			a = append(a, "--symlink", target, l)
+		default:
+			a = append(a, "--ro-bind", l, l)
+		}
+	}
+	for _, e := range h.Etc {
+		a = append(a, "--ro-bind", e, e)
+	}
+	early, late := mounts(m, h)
+	a = append(a, early...)
+	a = append(a, "--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(scratch, 10), "--tmpfs", "/tmp")
+	a = append(a, late...)
+	a = append(a, "--ro-bind", h.Self, InitPath)
+	if h.BrokerDir != "" {
+		a = append(a, "--bind", h.BrokerDir, brokerDir)
+	}
+	a = append(a, "--chdir", workDir(m, h.Cwd), "--seccomp", strconv.Itoa(seccompFD),
+		"--", InitPath, "sandbox", "--stage", "init")
+	return a
+}
+
+// mounts returns the grants' bind mounts, parents first, split into those outside /tmp
+// (mounted before the scratch tmpfs) and inside it (after).
+func mounts(m *Manifest, h Host) (early, late []string) {
+	kind := map[string]string{}
+	for _, p := range m.Read {
+		kind[p] = "--ro-bind"
+	}
+	for _, p := range m.Exec {
+		if !visible(p, m, h) {
+			kind[p] = "--ro-bind"
+		}
+	}
+	if !visible(h.Program, m, h) {
+		kind[h.Program] = "--ro-bind"
+	}
+	for _, p := range m.Write {
+		kind[p] = "--bind"
+	}
+	paths := make([]string, 0, len(kind))
+	for p := range kind {
+		paths = append(paths, p)
+	}
+	sort.Slice(paths, func(i, j int) bool {
+		di, dj := strings.Count(paths[i], "/"), strings.Count(paths[j], "/")
+		if di != dj {
+			return di < dj
+		}
+		return paths[i] < paths[j]
+	})
+	for _, p := range paths {
+		if within(p, "/tmp") {
+			late = append(late, kind[p], p, p)
+		} else {
+			early = append(early, kind[p], p, p)
+		}
+	}
+	return early, late
+}
+
+// visible reports whether path is already mounted by the system binds or a grant.
+func visible(path string, m *Manifest, h Host) bool {
+	if within(path, "/usr") {
+		return true
+	}
+	for l, target := range h.Links {
+		if target == "" && within(path, l) {
+			return true
+		}
+	}
+	for _, g := range append(append([]string{}, m.Read...), m.Write...) {
+		if within(path, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// workDir is where the command starts: the host's directory when a grant covers it, else /tmp.
+func workDir(m *Manifest, cwd string) string {
+	for _, g := range append(append([]string{}, m.Read...), m.Write...) {
+		if cwd != "" && within(cwd, g) {
+			return cwd
+		}
+	}
+	return "/tmp"
+}
+
+// EtcPresent returns the EtcFiles that exist, given a stat function.
+func EtcPresent(exists func(string) bool) []string {
+	var out []string
+	for _, e := range EtcFiles {
+		if exists(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
