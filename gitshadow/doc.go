@@ -32,12 +32,11 @@
 //   - Git dirs added during a session are neither refused nor re-shadowed live: the host
 //     neutralises and adopts them (see neutralise.go); the guest shadows them from its next boot.
 //
-// Use from git corral start:
+// Use from the session flow (package session):
 //
 //	plan, err := gitshadow.Discover(ctx, proj)     // before booting; plan.OutsideTopLevel must be mounted too
-//	script, err := plan.GuestScript()              // provision runs it as root at every boot, see below
-//	guard, err := plan.GuardChecks()               // vm runs it before every session; exit 1 refuses
-//	snap, err := gitshadow.TakeSnapshot(ctx, plan, stateDir) // or plan.Snapshot(ctx, stateDir)
+//	script, err := plan.BootScript()               // GuestScript + the guard's expectations; provision runs it as root at every boot
+//	snap, err := gitshadow.TakeSnapshot(ctx, plan, stateDir) // before the box boots
 //	go gitshadow.Watch(watchCtx, snap, report)     // restores at once; report prints and audits
 //	... session ...
 //	cancelWatch(); changes, err := gitshadow.Verify(ctx, snap) // err wraps ErrNotRestored
@@ -51,8 +50,8 @@
 // within one process they share a lock. LoadSnapshot(ctx, stateDir) verifies a session that
 // crashed.
 //
-// Deviation from DESIGN.md (decided by the lead so work could proceed in parallel): the guest
-// script that applies the plan is rendered here, by Plan.GuestScript, and the guard check's shell
-// text by Plan.GuardChecks; package provision places the script in its boot order and package vm
-// runs the guard check.
+// The guest script that applies the plan is rendered here (Plan.GuestScript, and with the guard
+// check's expectations and shell text, Plan.BootScript), because only this package knows what
+// the plan means; package provision places the script in its boot order, and the guest's guard
+// check runs gitshadow's part (GuardPath) before every session.
 package gitshadow

@@ -3,6 +3,7 @@ package gitshadow
 import (
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/internal/shellquote"
 	"strings"
 )
 
@@ -17,10 +18,14 @@ var ErrUnsafePath = errors.New("path cannot be quoted for the shell")
 // carriage return, which no script line should carry even when quoted (a log or a terminal would
 // show a different command than the one that runs), and an empty string.
 func ShellQuote(s string) (string, error) {
-	if s == "" || strings.ContainsAny(s, "\x00\n\r") {
+	if s == "" {
 		return "", fmt.Errorf("%w: %q", ErrUnsafePath, s)
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'", nil
+	q, err := shellquote.Line(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q", ErrUnsafePath, s)
+	}
+	return q, nil
 }
 
 // scriptHead defines the helpers every action line calls. Each helper refuses a path that is

@@ -6,7 +6,7 @@
 // Files: bundle.go is the contract with vm (Options, Script, Bundle, GuardCheckArgv,
 // GuardReport); render.go renders the scripts; nft.go the rulesets; quote.go the one way values
 // enter them; scan.go, flags.go, review.go and reviewtext.go read, flag, approve and print the
-// repository's scripts; repoconfig.go is a stand-in reader until policy.Load lands.
+// repository's scripts.
 //
 // It does not own host networking, the broker, the Lima template or the gitshadow plan.
 package provision

@@ -8,6 +8,7 @@ package provision
 import (
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/internal/shellquote"
 	"regexp"
 	"strings"
 )
@@ -30,7 +31,7 @@ func ShellQuote(what, v string) (string, error) {
 	if err := checkLine(what, v); err != nil {
 		return "", err
 	}
-	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'", nil
+	return shellquote.Line(v)
 }
 
 // userRE is the guest user names git corral accepts: what useradd accepts by default, minus

@@ -18,10 +18,18 @@
 //   - KVM: ProbeKVM boots a kernel under -accel kvm; when it does not panic within 15 s the
 //     box runs under TCG (QEMU_SYSTEM_X86_64 = TCGQemu, cpuType max) and the user is told.
 //   - Guard check: CheckGuards refuses a session when a guard fails, and when the guard check
-//     is missing in broker or offline mode or whenever guest scripts were rendered. Until the
-//     provision package renders scripts, a full-mode box has an empty bundle and no check: the
-//     session runs and `git corral` prints a notice saying so on every session.
-//
-// session_placeholder.go stands in for the SSH session client of branch vm-session (same API,
-// using the ssh binary) and is deleted when that branch merges.
+//     is missing in broker or offline mode or whenever guest scripts were rendered. A full-mode
+//     box with an empty bundle (no protect_git_metadata, no provision scripts) has no check:
+//     the session runs and `git corral` prints a notice saying so on every session.
+//   - One package, three concerns (issue #18 asked; decided after the session flow moved out of
+//     main): the Lima lifecycle (Manager, Ensure, template, instance state, snapshots, idle),
+//     the SSH client with its gate, guard report, connection holder and warm shells (Client,
+//     Dial, ServeMux, Guest), and golden bases (Golden*, the saved state and its resume). They
+//     stay one package because they share their core rather than only a name: a golden base is
+//     built and resumed through the same Manager, instance directory and QEMU environment as
+//     any box, and its readiness is the same SSH client's; the holder and warm shells are that
+//     client's transport. Split, each would export the Manager's and the client's internals to
+//     the others, and the session flow would import three packages to do what it does with one.
+//     Files keep the concerns apart (golden_*.go, mux.go and warm.go, the rest); a split is
+//     worth it when one of them gains callers that need none of the others.
 package vm

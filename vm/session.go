@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/internal/shellquote"
 	"io"
 	"net"
 	"os"
@@ -563,11 +564,9 @@ func init() {
 	}
 }
 
-// shellQuote quotes s as one word for a POSIX shell: inside single quotes nothing is special
-// (no expansion, newlines are literal), and a single quote is written as '\”.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellQuote quotes s, which the caller has checked holds no NUL (a path, or a value refused
+// with a NUL before it gets here), as one shell word: internal/shellquote, the one quoter.
+func shellQuote(s string) string { return shellquote.Path(s) }
 
 // startTTY requests a PTY sized like the local terminal with its TERM, puts a terminal Stdin
 // in raw mode and forwards window resizes. The returned restore undoes both; Run defers it so

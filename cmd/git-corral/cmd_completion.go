@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/git-corral/git-corral/internal/shellquote"
 	"io"
 	"strings"
 
@@ -103,6 +104,4 @@ func writeFishCompletion(w io.Writer) error {
 }
 
 // shellQuote single-quotes s for sh, zsh and fish.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return shellquote.Path(s) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-corral/git-corral/diff"
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/project"
 )
 
 // quietExit ends the command with a status and no message: diff --exit-code reports findings
@@ -46,18 +47,7 @@ func defineDiff(fs *pflag.FlagSet) runFunc {
 			box = a.box
 		}
 		if *record {
-			rec, err := diff.Record(ctx, p, box, diff.BaseOptions{Home: h.Dir})
-			if err != nil {
-				return err
-			}
-			if rec.Notice != "" {
-				a.notice(rec.Notice)
-			}
-			if *jsonOut {
-				return a.printJSON(map[string]string{"path": rec.Path})
-			}
-			_, err = fmt.Fprintln(a.stdout, rec.Path)
-			return err
+			return a.diffRecord(ctx, p, box, h, *jsonOut)
 		}
 		o := diff.Options{Box: box, Home: h.Dir, All: *all}
 		if len(args) == 1 {
@@ -86,4 +76,20 @@ func defineDiff(fs *pflag.FlagSet) runFunc {
 		}
 		return nil
 	}
+}
+
+// diffRecord records a session base of p for box now and prints where it is kept.
+func (a *app) diffRecord(ctx context.Context, p *project.Project, box string, h home.Home, jsonOut bool) error {
+	rec, err := diff.Record(ctx, p, box, diff.BaseOptions{Home: h.Dir})
+	if err != nil {
+		return err
+	}
+	if rec.Notice != "" {
+		a.notice(rec.Notice)
+	}
+	if jsonOut {
+		return a.printJSON(map[string]string{"path": rec.Path})
+	}
+	_, err = fmt.Fprintln(a.stdout, rec.Path)
+	return err
 }
