@@ -132,3 +132,6 @@ func (h Home) Libexec() string { return filepath.Join(h.Dir, "libexec") }
 
 // KVMProbe is the cached result of the KVM usability probe.
 func (h Home) KVMProbe() string { return filepath.Join(h.Dir, "kvm-probe.json") }
+
+// SandboxLog is the light tier's log of runs and broker decisions (package sandbox).
+func (h Home) SandboxLog() string { return filepath.Join(h.Logs(), "sandbox.jsonl") }

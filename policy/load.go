@@ -157,7 +157,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Effective, error) {
 // belongs is the trusted file a refused repository setting belongs in.
 func (l *loader) belongs() string {
 	if l.opts.Box == "" {
-		return filepath.Join(l.opts.Home.Dir, "projects", "<box>.toml")
+		return l.opts.Home.ProjectConfig("<box>")
 	}
 	return l.opts.Home.ProjectConfig(l.opts.Box)
 }

@@ -8,7 +8,7 @@ package sandbox
 
 import (
 	"context"
-	"path/filepath"
+	"github.com/git-corral/git-corral/home"
 	"time"
 
 	"github.com/git-corral/git-corral/audit"
@@ -64,7 +64,7 @@ type Grants struct {
 
 // LogPath is the sandbox log under corralHome.
 func LogPath(corralHome string) string {
-	return filepath.Join(corralHome, "logs", "sandbox.jsonl")
+	return home.Home{Dir: corralHome}.SandboxLog()
 }
 
 // appendRecord writes rec to the log under corralHome.
