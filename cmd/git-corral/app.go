@@ -85,7 +85,9 @@ func (a *app) report(err error) int {
 	if errors.As(err, &gs) {
 		// The guest's own status passes through silently; a status git corral gave it (a
 		// timeout, a signal) says why.
-		if _, plain := err.(vm.ExitStatus); !plain {
+		_, plain := err.(vm.ExitStatus)
+		_, quiet := err.(quietExit)
+		if !plain && !quiet {
 			fmt.Fprintf(a.stderr, "corral: %s\n", visible.Lines(err.Error()))
 		}
 		return gs.GuestStatus()
@@ -194,10 +196,22 @@ func (a *app) manager() (*vm.Manager, error) {
 
 // workDir is the directory the command acts on: -C or the current directory.
 func (a *app) workDir() (string, error) {
-	if a.dir != "" {
-		return filepath.Abs(a.dir)
+	if a.dir == "" {
+		return os.Getwd()
 	}
-	return os.Getwd()
+	dir, err := filepath.Abs(a.dir)
+	if err != nil {
+		return "", err
+	}
+	// As git says for -C: the directory must be there before anything looks inside it.
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		why := "not a directory"
+		if err != nil {
+			why = errors.Unwrap(err).Error()
+		}
+		return "", withCode(exitNoRepo, fmt.Errorf("cannot change to %q: %s", a.dir, why), "name an existing directory with -C")
+	}
+	return dir, nil
 }
 
 // project finds the repository the command runs in.

@@ -37,6 +37,13 @@ func defineReview(fs *pflag.FlagSet) runFunc {
 			}
 		}
 		if *jsonOut {
+			// The man page promises arrays: an empty list is [], never null.
+			if r.Scripts == nil {
+				r.Scripts = []provision.ScriptReview{}
+			}
+			if r.Packages == nil {
+				r.Packages = []provision.PackageReview{}
+			}
 			return a.printJSON(r)
 		}
 		provision.FormatReview(a.stdout, r)
