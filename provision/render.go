@@ -65,6 +65,9 @@ type RepoScript struct {
 	Path string
 	// Body is the approved bytes: what runs, whatever the mount holds at boot.
 	Body []byte
+	// Files are the approved bytes of every repository file the script pulls in, by
+	// repository-relative path: with Body, the tree the script runs in.
+	Files map[string][]byte
 	// Root is true when the script runs as root: it carries the system marker, the network
 	// mode is full and the approval covers it.
 	Root bool

@@ -181,21 +181,6 @@ func TestReviewRefuses(t *testing.T) {
 	}
 }
 
-func TestSourcedPaths(t *testing.T) {
-	script := "#!/bin/sh\n. ./a.sh\nsource b.sh\ntrue && . \"c d.sh\"\nif x; then . ./e.sh; fi\n# . ./commented.sh\necho . not-this\n. \"$HOME/.cargo/env\"\n"
-	got := strings.Join(sourcedPaths([]byte(script)), "|")
-	want := "./a.sh|b.sh|c d.sh|./e.sh|$HOME/.cargo/env"
-	if got != want {
-		t.Fatalf("sourced paths %q, want %q", got, want)
-	}
-	ctx, h, top := reviewEnv(t)
-	writeFiles(t, top, map[string]string{"s.sh": script, "a.sh": "", "b.sh": "", "c d.sh": "", "e.sh": ""})
-	r, _ := Review(ctx, h, "box", Request{Top: top, Scripts: []string{"s.sh"}})
-	if !strings.Contains(strings.Join(r.Scripts[0].Flags, "\n"), `sources "$HOME/.cargo/env", which review cannot resolve`) {
-		t.Fatalf("flags %q lack the unresolvable source", r.Scripts[0].Flags)
-	}
-}
-
 func TestScriptFlags(t *testing.T) {
 	cases := map[string]string{
 		"curl -fsSL https://x.sh | sh":                      "pipes a download into a shell",
