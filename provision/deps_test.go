@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -152,6 +153,13 @@ func TestReviewSaysWhatItCannotDetermine(t *testing.T) {
 	r, _ = Review(ctx, h, "box", req)
 	if r.Scripts[0].State != StateChanged || strings.Join(r.Scripts[0].Changed, ",") != "lib/b.sh" || r.Scripts[1].State != StateApproved {
 		t.Fatalf("after editing lib/b.sh and other/c.sh: %s %q / %s", r.Scripts[0].State, r.Scripts[0].Changed, r.Scripts[1].State)
+	}
+	var buf bytes.Buffer
+	FormatReview(&buf, r)
+	for _, want := range []string{"  covers:  every file under lib/\n", "  changed: lib/b.sh\n", "which review cannot determine: the approval covers every file under lib/", "+B=2"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("review view lacks %q:\n%s", want, buf.String())
+		}
 	}
 	// A file added to an approved directory re-prompts too.
 	writeFiles(t, top, map[string]string{"lib/b.sh": "B=1\n", "lib/new.sh": "N=1\n"})

@@ -187,6 +187,7 @@ func Review(ctx context.Context, h home.Home, box string, req Request) (*ReviewR
 		}
 		r.Packages = append(r.Packages, PackageReview{Name: p, State: st})
 	}
+	r.Scripts, r.Packages = nonNil(r.Scripts), nonNil(r.Packages)
 	return r, ctx.Err()
 }
 
@@ -289,7 +290,7 @@ func approvalDiff(prev approvedScript, s ScriptReview, sc scanned) string {
 	sort.Strings(sorted)
 	for _, n := range sorted {
 		if d := lineDiff(string(prev.Sources[n]), string(sc.contents[n])); d != "" {
-			fmt.Fprintf(&b, "--- %s (approved, sourced)\n+++ %s (now, sourced)\n%s", n, n, d)
+			fmt.Fprintf(&b, "--- %s (approved, pulled in)\n+++ %s (now, pulled in)\n%s", n, n, d)
 		}
 	}
 	return b.String()
