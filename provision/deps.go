@@ -36,6 +36,10 @@ const (
 	depExec
 	// depTree files are run by an interpreter or make, which may load files beside them.
 	depTree
+	// depRead files are printed whole by a substitution ("$(cat x)"): whatever takes the text
+	// may run it, so they are followed as shell when they parse as shell, and only hashed
+	// when they do not (data, such as a version file).
+	depRead
 )
 
 // dep is one repository file a script pulls in.
@@ -70,11 +74,12 @@ type analyser struct {
 	textDepth int
 }
 
-// scriptDeps finds what body (the file rel, starting in cwd) pulls in.
-func scriptDeps(body []byte, rel, top, cwd string) depScan {
+// scriptDeps finds what body (the file rel, starting in cwd) pulls in. A file that does not
+// parse as shell asks for its directory, unless lenient (text read as data).
+func scriptDeps(body []byte, rel, top, cwd string, lenient bool) depScan {
 	var out depScan
 	a := &analyser{file: rel, top: top, cwd: cwd, pipeFrom: map[*syntax.Stmt]*syntax.Stmt{}, out: &out}
-	if !a.text(string(body), 0) {
+	if !a.text(string(body), 0) && !lenient {
 		a.need(path.Dir(rel), fmt.Sprintf("%s does not parse as a shell script", rel))
 	}
 	return out
@@ -120,7 +125,7 @@ func (a *analyser) reads(stmts []*syntax.Stmt, line int) {
 			a.dynamic(f, line, "reads a file named at run time")
 			continue
 		}
-		a.file1(f, line, depShell)
+		a.file1(f, line, depRead)
 	}
 }
 

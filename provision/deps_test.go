@@ -91,6 +91,7 @@ func TestApprovalCoversWhatScriptsPullIn(t *testing.T) {
 		{"make -f includes", "make -f d/build.mk", "d/rules.mk"},
 		{"make -C", "make -C d all", "d/Makefile"},
 		{"nested", ". ./d/a.sh", x},
+		{"data read", "V=$(cat d/v.json)", "d/v.json"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -99,7 +100,7 @@ func TestApprovalCoversWhatScriptsPullIn(t *testing.T) {
 				"setup.sh": "#!/bin/sh\n" + c.script + "\n",
 				x:          "echo approved\n", "d/x.py": "print(1)\n", "d/main.py": "import helper\n", "d/helper.py": "X = 1\n",
 				"d/x.js": "1\n", "d/x.pl": "1;\n", "d/x.rb": "1\n", "d/build.mk": "include d/rules.mk\n", "d/rules.mk": "all:\n",
-				"d/Makefile": "all:\n", "d/a.sh": "bash d/x.sh\n",
+				"d/Makefile": "all:\n", "d/a.sh": "bash d/x.sh\n", "d/v.json": "{\"v\": [1, 2}\n",
 			})
 			req := Request{Top: top, Scripts: []string{"setup.sh"}, Network: policy.NetworkOffline}
 			r, err := Review(ctx, h, "box", req)
@@ -131,7 +132,7 @@ func TestApprovalCoversWhatScriptsPullIn(t *testing.T) {
 func TestReviewSaysWhatItCannotDetermine(t *testing.T) {
 	ctx, h, top := reviewEnv(t)
 	writeFiles(t, top, map[string]string{
-		"dyn.sh": "#!/bin/sh\n. \"lib/$NAME.sh\"\n", "lit.sh": "#!/bin/sh\n. ./lib/a.sh\n",
+		"dyn.sh": "#!/bin/sh\n. \"lib/$NAME.sh\"\n", "lit.sh": "#!/bin/sh\n. ./lib/a.sh\nV=$(cat data/v.json)\n", "data/v.json": "{\"v\": [1, 2}\n",
 		"lib/a.sh": "A=1\n", "lib/b.sh": "B=1\n", "other/c.sh": "C=1\n",
 	})
 	req := Request{Top: top, Scripts: []string{"dyn.sh", "lit.sh"}, Network: policy.NetworkOffline}
@@ -143,8 +144,8 @@ func TestReviewSaysWhatItCannotDetermine(t *testing.T) {
 	if strings.Join(dyn.Directories, ",") != "lib" || !strings.Contains(strings.Join(dyn.Flags, "\n"), `names a file at run time ("lib/$NAME.sh"), which review cannot determine: the approval covers every file under lib/`) {
 		t.Fatalf("dynamic: dirs %q flags %q", dyn.Directories, dyn.Flags)
 	}
-	if len(lit.Directories) != 0 || len(lit.Sources) != 1 {
-		t.Fatalf("literal: dirs %q sources %v, want lib/a.sh only", lit.Directories, lit.Sources)
+	if len(lit.Directories) != 0 || len(lit.Sources) != 2 {
+		t.Fatalf("literal: dirs %q sources %v, want lib/a.sh and data/v.json (data, not shell: no directory)", lit.Directories, lit.Sources)
 	}
 	if err := Approve(ctx, h, r); err != nil {
 		t.Fatal(err)

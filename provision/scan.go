@@ -135,9 +135,9 @@ func (s *scanned) follow(ctx context.Context, top, rel string, body []byte, cwd 
 			s.problems = append(s.problems, fmt.Sprintf("%s: files pulled in nest deeper than %d", rel, maxSourceDepth))
 			return
 		}
-		verb := "runs"
-		if d.kind == depShell {
-			verb = "sources"
+		verb := map[depKind]string{depShell: "sources", depRead: "reads"}[d.kind]
+		if verb == "" {
+			verb = "runs"
 		}
 		b, err := readRepoFile(ctx, top, d.path)
 		switch {
@@ -160,8 +160,8 @@ func fileDeps(body []byte, rel, top, cwd string, kind depKind) depScan {
 	if kind == depTree {
 		return depScan{}
 	}
-	if kind == depShell {
-		return scriptDeps(body, rel, top, cwd)
+	if kind == depShell || kind == depRead {
+		return scriptDeps(body, rel, top, cwd, kind == depRead)
 	}
 	prog, split := shebang(body)
 	var out depScan
@@ -171,14 +171,14 @@ func fileDeps(body []byte, rel, top, cwd string, kind depKind) depScan {
 			out.problems = append(out.problems, fmt.Sprintf("%s: its first line cannot be read", rel))
 			return out
 		}
-		out = scriptDeps([]byte("env "+split+" "+q), rel, top, ".")
+		out = scriptDeps([]byte("env "+split+" "+q), rel, top, ".", false)
 		prog = splitProgram(split)
 	}
 	if prog != "" && !shells[prog] {
 		out.dirs = append(out.dirs, dirNeed{dir: path.Dir(rel), why: fmt.Sprintf("%s runs with %s, which may load files beside it", rel, prog)})
 		return out
 	}
-	in := scriptDeps(body, rel, top, cwd)
+	in := scriptDeps(body, rel, top, cwd, false)
 	out.deps = append(out.deps, in.deps...)
 	out.dirs = append(out.dirs, in.dirs...)
 	out.outside = append(out.outside, in.outside...)
