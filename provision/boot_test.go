@@ -37,7 +37,7 @@ echo "GUARD=$(runuser -u corral -- `+guard+`)"
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"WHO=corral /home/corral/project NOROOT ",
+		"WHO=corral /etc/corral/provision/01-who-sh.d NOROOT ",
 		"MARK=corral",
 		`GUARD={"ok":true,"mode":"offline","failures":[]}`,
 	} {

@@ -5,8 +5,9 @@
 //
 // Files: bundle.go is the contract with vm (Options, Script, Bundle, GuardCheckArgv,
 // GuardReport); render.go renders the scripts; nft.go the rulesets; quote.go the one way values
-// enter them; scan.go, flags.go, review.go and reviewtext.go read, flag, approve and print the
-// repository's scripts.
+// enter them; scan.go, deps.go, depcall.go, words.go and scandir.go read the repository's
+// scripts and every file they pull in; flags.go, review.go and reviewtext.go flag, approve and
+// print them.
 //
 // It does not own host networking, the broker, the Lima template or the gitshadow plan.
 package provision

@@ -4,9 +4,14 @@ package provision
 //   - Order at every boot: 10-base, 15-git-credential (only with git_tokens), 20-lockdown,
 //     25-packages, 30-privdrop, 40-gitshadow, then the repository's approved scripts as 50-repo-NN-*.sh. Lima runs every provision entry of
 //     mode system in order and at every boot, so each script rewrites the same state each time.
-//   - Every script is mode system. Repository scripts are wrapped: the approved bytes are
-//     written root-owned and run as the box user through runuser (as root only when the script
-//     carries the system marker, the mode is full and it was approved). Lima's own user mode is
+//   - Every script is mode system. Repository scripts are wrapped: the approved bytes of the
+//     script and of every file it pulls in are written into a root-owned tree, each at its
+//     repository path (/etc/corral/provision/NN-name.d/), and the script runs from there with
+//     the tree's top as its working directory, as the box user through runuser (as root only
+//     when the script carries the system marker, the mode is full and it was approved). So
+//     whatever it sources or runs by a relative path, or beside "$0", is approved bytes, and a
+//     file review did not approve is simply absent: nothing is read from the project mount for
+//     its own code. The project stays at $CORRAL_PROJECT_DIR for work that belongs there. Lima's own user mode is
 //     not used: it copies the script into the user's home as root and chowns it there, which a
 //     symlink planted by an earlier session turns into ownership of any root file.
 //   - Every value comes through ShellQuote or a stricter check; files the scripts install are
@@ -19,6 +24,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 	"text/template"
 
@@ -65,6 +71,9 @@ type RepoScript struct {
 	Path string
 	// Body is the approved bytes: what runs, whatever the mount holds at boot.
 	Body []byte
+	// Files are the approved bytes of every repository file the script pulls in, by
+	// repository-relative path: with Body, the tree the script runs in.
+	Files map[string][]byte
 	// Root is true when the script runs as root: it carries the system marker, the network
 	// mode is full and the approval covers it.
 	Root bool
@@ -291,16 +300,50 @@ func renderRepo(n int, r RepoScript, opts Options, d *guestData) (Script, error)
 	if r.Root {
 		runAs = "'root'"
 	}
-	data := map[string]string{
+	files, err := treeFiles(r)
+	if err != nil {
+		return Script{}, err
+	}
+	data := map[string]any{
 		"Name": RepoScriptPrefix + file, "PathComment": comment, "SHA256": sha256Hex(string(r.Body)),
-		"RunAs": runAs, "User": d.User, "ProjectDir": d.ProjectDir, "File": file,
-		"Base64": wrap76(base64.StdEncoding.EncodeToString(r.Body)),
+		"RunAs": runAs, "User": d.User, "ProjectDir": d.ProjectDir, "File": file, "Script": files[0].Rel, "Files": files,
 	}
 	body, err := execGuest("repo.sh", data)
 	if err != nil {
 		return Script{}, err
 	}
 	return Script{Name: RepoScriptPrefix + file + ".sh", Mode: ModeSystem, Body: body}, nil
+}
+
+// treeFile is one file of the tree a repository script runs in.
+type treeFile struct{ Rel, SHA256, Base64 string }
+
+// treeFiles lists the script, then the files it pulls in sorted by path, each checked to be a
+// clean relative path and quoted.
+func treeFiles(r RepoScript) ([]treeFile, error) {
+	names := make([]string, 0, len(r.Files))
+	for p := range r.Files {
+		if p != r.Path {
+			names = append(names, p)
+		}
+	}
+	sort.Strings(names)
+	out := make([]treeFile, 0, len(names)+1)
+	for i, p := range append([]string{r.Path}, names...) {
+		b := r.Body
+		if i > 0 {
+			b = r.Files[p]
+		}
+		if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") {
+			return nil, fmt.Errorf("render provision script %q: %w: file path %q is not a clean relative path", r.Path, ErrUnsafeValue, p)
+		}
+		q, err := ShellQuote("provision file path", p)
+		if err != nil {
+			return nil, fmt.Errorf("render provision script %q: %w", r.Path, err)
+		}
+		out = append(out, treeFile{Rel: q, SHA256: sha256Hex(string(b)), Base64: wrap76(base64.StdEncoding.EncodeToString(b))})
+	}
+	return out, nil
 }
 
 func wrap76(s string) string {

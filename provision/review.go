@@ -12,6 +12,7 @@ package provision
 //     approved at all.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,9 +73,15 @@ type ScriptReview struct {
 	SystemMarker bool     `json:"systemMarker"`
 	SHA256       string   `json:"sha256"`
 	Sources      []Source `json:"sources"`
-	State        State    `json:"state"`
-	Flags        []string `json:"flags"`
-	Problems     []string `json:"problems"`
+	// Directories are approved whole: every file under each is part of the approval, because
+	// the script's dependencies there cannot be determined (see Flags for why).
+	Directories []string `json:"directories"`
+	State       State    `json:"state"`
+	// Changed names each file whose bytes differ from the approval (the script, a file it
+	// pulls in, or one added to or gone from an approved directory).
+	Changed  []string `json:"changed"`
+	Flags    []string `json:"flags"`
+	Problems []string `json:"problems"`
 	// Diff is the change since approval, for a changed script: "-", "+" or " " then the line.
 	Diff string `json:"diff,omitempty"`
 	// Content is the script's text (raw; escape it before printing).
@@ -101,7 +108,10 @@ type ReviewReport struct {
 func (r *ReviewReport) Pending() []string {
 	var out []string
 	for _, s := range r.Scripts {
-		if s.State != StateApproved {
+		switch {
+		case s.State == StateChanged && len(s.Changed) > 0:
+			out = append(out, fmt.Sprintf("provision script %q is %s (changed since approval: %s)", s.Path, s.State, quoteAll(s.Changed)))
+		case s.State != StateApproved:
 			out = append(out, fmt.Sprintf("provision script %q is %s", s.Path, s.State))
 		}
 	}
@@ -177,13 +187,23 @@ func Review(ctx context.Context, h home.Home, box string, req Request) (*ReviewR
 		}
 		r.Packages = append(r.Packages, PackageReview{Name: p, State: st})
 	}
+	r.Scripts, r.Packages = nonNil(r.Scripts), nonNil(r.Packages)
 	return r, ctx.Err()
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
 
 func reviewScript(ctx context.Context, req Request, rel string, a *approvals) ScriptReview {
 	sc := scanScript(ctx, req.Top, rel)
-	s := ScriptReview{Path: rel, RunsAs: "user", Sources: sc.sources, Problems: sc.problems, contents: sc.contents, Content: string(sc.body)}
-	s.Flags = append(scriptFlags(sc.body), sc.flags...)
+	s := ScriptReview{Path: rel, RunsAs: "user", Sources: nonNil(sc.sources), Directories: nonNil(sc.dirs), Changed: []string{},
+		Problems: nonNil(sc.problems), contents: sc.contents, Content: string(sc.body)}
+	s.Flags = nonNil(append(scriptFlags(sc.body), sc.flags...))
 	for _, src := range sc.sources {
 		for _, f := range scriptFlags(sc.contents[src.Path]) {
 			s.Flags = append(s.Flags, src.Path+" "+f)
@@ -197,7 +217,7 @@ func reviewScript(ctx context.Context, req Request, rel string, a *approvals) Sc
 		s.State = StateRefused
 		return s
 	}
-	s.SHA256 = contentHash(rel, s.RunsAs, sc.body, sc.sources, sc.contents)
+	s.SHA256 = contentHash(rel, s.RunsAs, sc.body, sc.sources, sc.contents, sc.dirs)
 	prev, ok := a.Scripts[rel]
 	switch {
 	case !ok:
@@ -207,8 +227,43 @@ func reviewScript(ctx context.Context, req Request, rel string, a *approvals) Sc
 	default:
 		s.State = StateChanged
 		s.Diff = approvalDiff(prev, s, sc)
+		s.Changed = changedFiles(prev, s.Path, sc)
 	}
 	return s
+}
+
+// nonNil keeps review --json's arrays arrays.
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
+}
+
+// changedFiles names every file whose bytes differ from the approval, sorted.
+func changedFiles(prev approvedScript, rel string, sc scanned) []string {
+	out := []string{}
+	if !bytes.Equal(prev.Body, sc.body) {
+		out = append(out, rel)
+	}
+	var names []string
+	for n := range prev.Sources {
+		names = append(names, n)
+	}
+	for n := range sc.contents {
+		if _, ok := prev.Sources[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		old, had := prev.Sources[n]
+		now, has := sc.contents[n]
+		if had != has || !bytes.Equal(old, now) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // approvalDiff describes what changed since approval: who it runs as, the script, and each
@@ -235,7 +290,7 @@ func approvalDiff(prev approvedScript, s ScriptReview, sc scanned) string {
 	sort.Strings(sorted)
 	for _, n := range sorted {
 		if d := lineDiff(string(prev.Sources[n]), string(sc.contents[n])); d != "" {
-			fmt.Fprintf(&b, "--- %s (approved, sourced)\n+++ %s (now, sourced)\n%s", n, n, d)
+			fmt.Fprintf(&b, "--- %s (approved, pulled in)\n+++ %s (now, pulled in)\n%s", n, n, d)
 		}
 	}
 	return b.String()
@@ -314,7 +369,18 @@ func CheckApproved(ctx context.Context, h home.Home, box string, req Request) ([
 		if prev.SHA256 != s.SHA256 || hexSum(prev.Body) != hexSum([]byte(s.Content)) {
 			return nil, fmt.Errorf("%w for box %s: %q changed while being checked", ErrNotApproved, box, s.Path)
 		}
-		out = append(out, RepoScript{Path: s.Path, Body: prev.Body, Root: prev.RunsAs == "root" && s.RunsAs == "root"})
+		files := map[string][]byte{}
+		for _, src := range s.Sources {
+			if src.SHA256 == "missing" {
+				continue
+			}
+			b, ok := prev.Sources[src.Path]
+			if !ok || hexSum(b) != src.SHA256 {
+				return nil, fmt.Errorf("%w for box %s: %q changed while being checked", ErrNotApproved, box, src.Path)
+			}
+			files[src.Path] = b
+		}
+		out = append(out, RepoScript{Path: s.Path, Body: prev.Body, Files: files, Root: prev.RunsAs == "root" && s.RunsAs == "root"})
 	}
 	return out, nil
 }

@@ -181,21 +181,6 @@ func TestReviewRefuses(t *testing.T) {
 	}
 }
 
-func TestSourcedPaths(t *testing.T) {
-	script := "#!/bin/sh\n. ./a.sh\nsource b.sh\ntrue && . \"c d.sh\"\nif x; then . ./e.sh; fi\n# . ./commented.sh\necho . not-this\n. \"$HOME/.cargo/env\"\n"
-	got := strings.Join(sourcedPaths([]byte(script)), "|")
-	want := "./a.sh|b.sh|c d.sh|./e.sh|$HOME/.cargo/env"
-	if got != want {
-		t.Fatalf("sourced paths %q, want %q", got, want)
-	}
-	ctx, h, top := reviewEnv(t)
-	writeFiles(t, top, map[string]string{"s.sh": script, "a.sh": "", "b.sh": "", "c d.sh": "", "e.sh": ""})
-	r, _ := Review(ctx, h, "box", Request{Top: top, Scripts: []string{"s.sh"}})
-	if !strings.Contains(strings.Join(r.Scripts[0].Flags, "\n"), `sources "$HOME/.cargo/env", which review cannot resolve`) {
-		t.Fatalf("flags %q lack the unresolvable source", r.Scripts[0].Flags)
-	}
-}
-
 func TestScriptFlags(t *testing.T) {
 	cases := map[string]string{
 		"curl -fsSL https://x.sh | sh":                      "pipes a download into a shell",
@@ -215,6 +200,35 @@ func TestScriptFlags(t *testing.T) {
 		"add-apt-repository ppa:x/y":                        "adds a package source",
 		"curl -o f https://x":                               "downloads from the network",
 		"sudo apt-get install jq":                           "asks for root",
+		// Issue #19 item 8: registries, each a row.
+		"npm i -g typescript":                 "installs a package from a registry",
+		"npm install -g typescript":           "installs a package from a registry",
+		"npm install --global typescript":     "installs a package from a registry",
+		"pnpm add -g x":                       "installs a package from a registry",
+		"yarn global add x":                   "installs a package from a registry",
+		"bun add --global x":                  "installs a package from a registry",
+		"pnpm dlx create-thing":               "runs a package straight from a registry",
+		"yarn dlx create-thing":               "runs a package straight from a registry",
+		"npm exec -- cowsay hi":               "runs a package straight from a registry",
+		"pip install requests":                "installs a package from a registry",
+		"pip3 install -r requirements.txt":    "installs a package from a registry",
+		"python3 -m pip install --user black": "installs a package from a registry",
+		"uv pip install ruff":                 "installs a package from a registry",
+		"pipx install poetry":                 "installs a package from a registry",
+		"pipx run cowsay":                     "runs a package straight from a registry",
+		"uv tool install ruff":                "installs a package from a registry",
+		"uv tool run ruff":                    "runs a package straight from a registry",
+		"gem install rails":                   "installs a package from a registry",
+		"go install golang.org/x/tools/gopls": "installs a package from a registry",
+		"go get -u example.com/m":             "installs a package from a registry",
+		"cargo install ripgrep":               "installs a package from a registry",
+		"cargo install --locked ripgrep":      "installs a package from a registry",
+		"cargo binstall ripgrep":              "installs a package from a registry",
+		"deno install -g jsr:@std/http":       "installs a package from a registry",
+		"composer global require x/y":         "installs a package from a registry",
+		"cpanm Moose":                         "installs a package from a registry",
+		"luarocks install lpeg":               "installs a package from a registry",
+		"dotnet tool install -g x":            "installs a package from a registry",
 	}
 	for line, want := range cases {
 		got := strings.Join(scriptFlags([]byte("#!/bin/sh\n"+line+"\n")), "\n")
@@ -222,10 +236,51 @@ func TestScriptFlags(t *testing.T) {
 			t.Errorf("%q: flags %q, want %q", line, got, want)
 		}
 	}
-	for _, quiet := range []string{"echo hello", "# curl https://x | sh", "make -j2", "pip install -r requirements.txt"} {
+	for _, quiet := range []string{"echo hello", "# curl https://x | sh", "make -j2", "npm install", "npm ci", "go install ./cmd/tool",
+		"go build ./...", "cargo install --path .", "cargo build", "pip --version"} {
 		if got := scriptFlags([]byte(quiet + "\n")); len(got) != 0 {
 			t.Errorf("%q flagged %q", quiet, got)
 		}
+	}
+}
+
+// TestShebangEnvSplitFlagged is issue #19 item 8's second half: a command smuggled into the
+// first line through env -S is flagged, in every spelling of -S; a plain env or interpreter
+// line is not (the control).
+func TestShebangEnvSplitFlagged(t *testing.T) {
+	flagged := map[string]string{
+		`#!/usr/bin/env -S bash -c "curl -fsSL https://x | sh"`: "pipes a download into a shell",
+		`#!/usr/bin/env -S bash -c "rm -rf ~"`:                  `runs env -S, which runs a command line of its own: -S bash -c "rm -rf ~"`,
+		`#!/usr/bin/env -iS bash -c "id"`:                       "runs env -S",
+		`#!/usr/bin/env -vS bash -c id`:                         "runs env -S",
+		`#!/usr/bin/env -S -i FOO=1 bash -c id`:                 "runs env -S",
+		`#!/usr/bin/env --split-string=bash -c id`:              "runs env -S",
+		`#!/usr/bin/env -Sbash -c id`:                           "runs env -S",
+		`#!/usr/bin/env -S bash -e -u`:                          "runs env -S",
+		`#!/bin/env -S python3 -c "import os"`:                  "runs env -S",
+	}
+	for line, want := range flagged {
+		got := strings.Join(scriptFlags([]byte(line+"\necho hi\n")), "\n")
+		if !strings.Contains(got, "line 1: ") || !strings.Contains(got, want) {
+			t.Errorf("%q: flags %q, want line 1 naming %q", line, got, want)
+		}
+	}
+	for _, plain := range []string{"#!/usr/bin/env bash", "#!/bin/sh", "#!/usr/bin/env python3", "#!/bin/bash -eu", "#!/usr/bin/env -i bash"} {
+		if got := scriptFlags([]byte(plain + "\necho hi\n")); len(got) != 0 {
+			t.Errorf("%q flagged %q", plain, got)
+		}
+	}
+	// In the review view too, with the rest of what it shows.
+	ctx, h, top := reviewEnv(t)
+	writeFiles(t, top, map[string]string{"s.sh": "#!/usr/bin/env -S bash -c \"curl https://x | sh\"\n"})
+	r, err := Review(ctx, h, "box", Request{Top: top, Scripts: []string{"s.sh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	FormatReview(&buf, r)
+	if !strings.Contains(buf.String(), "flag:    line 1: the #! line runs env -S") {
+		t.Errorf("review view lacks the flag:\n%s", buf.String())
 	}
 }
 

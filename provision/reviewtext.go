@@ -95,8 +95,8 @@ func wrapLine(line string, width int) []string {
 	return append(out, esc)
 }
 
-// FormatReview prints r for a person: per script its path, who it runs as, hash, sources,
-// state, flags and problems, then its content with line numbers, or for a changed script the
+// FormatReview prints r for a person: per script its path, who it runs as, hash, the
+// directories and files its approval covers, what changed, state, flags and problems, then its content with line numbers, or for a changed script the
 // diff since approval; then the packages.
 func FormatReview(w io.Writer, r *ReviewReport) {
 	fmt.Fprintf(w, "box %s (network %s)\n", visible.String(r.Box), visible.String(r.Network))
@@ -124,10 +124,16 @@ func formatScript(w io.Writer, s ScriptReview) {
 	}
 	fmt.Fprintf(w, "  state:   %s\n  runs as: %s\n", s.State, runs)
 	if s.SHA256 != "" {
-		fmt.Fprintf(w, "  sha256:  %s (script and every file it sources)\n", s.SHA256)
+		fmt.Fprintf(w, "  sha256:  %s (script and every file it pulls in)\n", s.SHA256)
+	}
+	for _, d := range s.Directories {
+		fmt.Fprintf(w, "  covers:  every file under %s\n", visible.String(dirLabel(d)))
 	}
 	for _, src := range s.Sources {
 		fmt.Fprintf(w, "  sources: %s (%s)\n", visible.String(src.Path), src.SHA256)
+	}
+	for _, c := range s.Changed {
+		fmt.Fprintf(w, "  changed: %s\n", visible.String(c))
 	}
 	for _, f := range s.Flags {
 		fmt.Fprintf(w, "  flag:    %s\n", visible.String(f))

@@ -4,13 +4,18 @@ package provision
 //   - A script path is repository-relative and clean; no component may be a symlink; the file
 //     must be regular, at most MaxScriptSize bytes, and not a binary (NUL bytes, ELF magic).
 //     Anything else is a problem that blocks approval.
-//   - Files a script sources (". ./x", "source x", also after ";", "&&", "||", "then", "do")
-//     are read under the same rules, recursively, relative to the top level (scripts run with
-//     the project directory as their working directory). A sourced path the review cannot
-//     resolve (variables, command substitution) or that lies outside the repository is flagged:
-//     its content is not covered by the hash.
-//   - The content hash covers the script, every sourced file (path and bytes, or "missing")
-//     and who the script runs as, so a change to any of them re-prompts.
+//   - Every repository file a script pulls in (deps.go: sourced, run by a shell or by path,
+//     evaluated, fed to a shell, handed to an interpreter or make) is read under the same
+//     rules, recursively, relative to the working directory the script has there (the top of
+//     the repository at its start, followed through "cd"). Where that cannot be determined
+//     (a path built at run time, an interpreter or make that may load files beside the one
+//     named), every file of the directory concerned is part of the approval (scandir.go), and
+//     review says why. A path outside the repository is flagged: its content is not covered.
+//     Code read from the live project (an absolute path into it, $CORRAL_PROJECT_DIR) is
+//     refused: the approved copy cannot stand in for it.
+//   - The content hash covers the script, every file pulled in (path and bytes, or
+//     "missing"), the directories approved whole and who the script runs as, so a change to
+//     any of them, or a file added to such a directory, re-prompts.
 
 import (
 	"bytes"
@@ -21,10 +26,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // MaxScriptSize is the largest provision script or sourced file review accepts.
@@ -86,81 +93,152 @@ func readRepoFile(ctx context.Context, top, rel string) ([]byte, error) {
 	return b, nil
 }
 
-var sourceRE = regexp.MustCompile(`(?:^|[;&|]|\bthen|\bdo|\belse)\s*(?:\.|source)\s+("[^"]*"|'[^']*'|[^\s;&|)]+)`)
-
-// sourcedPaths returns the operands of every ". x" and "source x" in script, unquoted.
-func sourcedPaths(script []byte) []string {
-	var out []string
-	for _, line := range strings.Split(string(script), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "#") {
-			continue
-		}
-		for _, m := range sourceRE.FindAllStringSubmatch(line, -1) {
-			out = append(out, strings.Trim(m[1], `"'`))
-		}
-	}
-	return out
-}
-
 // scanned is one script with what it pulls in.
 type scanned struct {
 	body     []byte
 	sources  []Source
 	contents map[string][]byte
+	dirs     []string
 	flags    []string
 	problems []string
+	self     string
 }
 
-// scanScript reads a script and, recursively, what it sources.
+// scanScript reads a script and, recursively, every repository file it pulls in (deps.go),
+// then every file of the directories it needs approved whole.
 func scanScript(ctx context.Context, top, rel string) scanned {
-	s := scanned{contents: map[string][]byte{}}
+	s := scanned{contents: map[string][]byte{}, self: rel}
 	body, err := readRepoFile(ctx, top, rel)
 	if err != nil {
 		s.problems = append(s.problems, err.Error())
 		return s
 	}
 	s.body = body
-	seen := map[string]bool{rel: true}
-	s.follow(ctx, top, rel, body, seen, 0)
+	var needs []dirNeed
+	s.follow(ctx, top, rel, body, ".", depExec, map[string]bool{rel: true}, 0, &needs)
+	s.approveDirs(ctx, top, needs)
 	return s
 }
 
-func (s *scanned) follow(ctx context.Context, top, from string, body []byte, seen map[string]bool, depth int) {
-	for _, p := range sourcedPaths(body) {
-		switch {
-		case strings.ContainsAny(p, "$`*?[~"):
-			s.flags = append(s.flags, fmt.Sprintf("%s sources %q, which review cannot resolve: its content is not covered by the approval", from, p))
-			continue
-		case filepath.IsAbs(p):
-			s.flags = append(s.flags, fmt.Sprintf("%s sources %q, outside the repository: its content is not covered by the approval", from, p))
-			continue
-		}
-		rel := filepath.ToSlash(filepath.Clean(p))
-		if seen[rel] {
+// follow finds what one file pulls in and reads each of those files in turn.
+func (s *scanned) follow(ctx context.Context, top, rel string, body []byte, cwd string, kind depKind, seen map[string]bool, depth int, needs *[]dirNeed) {
+	sc := fileDeps(body, rel, top, cwd, kind)
+	s.flags = append(s.flags, sc.outside...)
+	s.problems = append(s.problems, sc.problems...)
+	*needs = append(*needs, sc.dirs...)
+	for _, d := range sc.deps {
+		if seen[d.path] {
 			continue
 		}
-		seen[rel] = true
+		seen[d.path] = true
 		if depth >= maxSourceDepth {
-			s.problems = append(s.problems, fmt.Sprintf("%s: sourced files nest deeper than %d", from, maxSourceDepth))
+			s.problems = append(s.problems, fmt.Sprintf("%s: files pulled in nest deeper than %d", rel, maxSourceDepth))
 			return
 		}
-		b, err := readRepoFile(ctx, top, rel)
+		verb := map[depKind]string{depShell: "sources", depRead: "reads"}[d.kind]
+		if verb == "" {
+			verb = "runs"
+		}
+		b, err := readRepoFile(ctx, top, d.path)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			s.sources = append(s.sources, Source{Path: rel, SHA256: "missing"})
+			s.sources = append(s.sources, Source{Path: d.path, SHA256: "missing"})
 			continue
 		case err != nil:
-			s.problems = append(s.problems, fmt.Sprintf("%s sources %s", from, err))
+			s.problems = append(s.problems, fmt.Sprintf("%s %s %s", rel, verb, err))
 			continue
 		}
-		s.sources = append(s.sources, Source{Path: rel, SHA256: hexSum(b)})
-		s.contents[rel] = b
-		s.follow(ctx, top, rel, b, seen, depth+1)
+		s.sources = append(s.sources, Source{Path: d.path, SHA256: hexSum(b)})
+		s.contents[d.path] = b
+		s.follow(ctx, top, d.path, b, d.cwd, d.kind, seen, depth+1, needs)
 	}
 }
 
-// contentHash is the approval hash: who the script runs as, the script, and every sourced file.
-func contentHash(rel string, runsAs string, body []byte, sources []Source, contents map[string][]byte) string {
+// fileDeps reads one file as its kind says: a file run by path goes by its first line (a
+// shell, env -S with a command line, or another program that may load files beside it).
+func fileDeps(body []byte, rel, top, cwd string, kind depKind) depScan {
+	if kind == depTree {
+		return depScan{}
+	}
+	if kind == depShell || kind == depRead {
+		return scriptDeps(body, rel, top, cwd, kind == depRead)
+	}
+	prog, split := shebang(body)
+	var out depScan
+	if split != "" {
+		q, err := syntax.Quote(rel, syntax.LangBash)
+		if err != nil {
+			out.problems = append(out.problems, fmt.Sprintf("%s: its first line cannot be read", rel))
+			return out
+		}
+		out = scriptDeps([]byte("env "+split+" "+q), rel, top, ".", false)
+		prog = splitProgram(split)
+	}
+	if prog != "" && !shells[prog] {
+		out.dirs = append(out.dirs, dirNeed{dir: path.Dir(rel), why: fmt.Sprintf("%s runs with %s, which may load files beside it", rel, prog)})
+		return out
+	}
+	in := scriptDeps(body, rel, top, cwd, false)
+	out.deps = append(out.deps, in.deps...)
+	out.dirs = append(out.dirs, in.dirs...)
+	out.outside = append(out.outside, in.outside...)
+	out.problems = append(out.problems, in.problems...)
+	return out
+}
+
+// shebang returns the program of a "#!" first line (its base name, env's operand for
+// "env PROG") and, for "env -S", the command line env would split.
+func shebang(body []byte) (prog, split string) {
+	first, _, _ := strings.Cut(string(body), "\n")
+	rest, ok := strings.CutPrefix(first, "#!")
+	if !ok {
+		return "", ""
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return "", ""
+	}
+	prog = path.Base(f[0])
+	if prog != "env" || len(f) < 2 {
+		return prog, ""
+	}
+	if envSplit(f[1]) {
+		// Linux hands env everything after the program as one argument.
+		return "env", strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), f[0]))
+	}
+	for _, w := range f[1:] {
+		if !strings.HasPrefix(w, "-") && !strings.Contains(w, "=") {
+			return path.Base(w), ""
+		}
+	}
+	return "env", ""
+}
+
+// splitProgram returns the base name of the program an "env -S" string runs.
+func splitProgram(split string) string {
+	f := strings.Fields(split)
+	if len(f) == 0 {
+		return ""
+	}
+	if i := strings.Index(f[0], "S"); i >= 0 && i+1 < len(f[0]) && !strings.HasPrefix(f[0], "--") {
+		return path.Base(f[0][i+1:])
+	}
+	for _, w := range f[1:] {
+		if !strings.HasPrefix(w, "-") && !strings.Contains(w, "=") {
+			return path.Base(w)
+		}
+	}
+	return ""
+}
+
+// envSplit reports whether an env option word asks for -S (--split-string).
+func envSplit(w string) bool {
+	return strings.HasPrefix(w, "--split-string") || (strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "S"))
+}
+
+// contentHash is the approval hash: who the script runs as, the script, every file it pulls
+// in, and the directories approved whole (so a file added to one re-prompts).
+func contentHash(rel string, runsAs string, body []byte, sources []Source, contents map[string][]byte, dirs []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "corral-provision-v1\x00%s\x00%s\x00%d\x00", runsAs, rel, len(body))
 	h.Write(body)
@@ -168,6 +246,9 @@ func contentHash(rel string, runsAs string, body []byte, sources []Source, conte
 		b := contents[src.Path]
 		fmt.Fprintf(h, "\x00%s\x00%s\x00%d\x00", src.Path, src.SHA256, len(b))
 		h.Write(b)
+	}
+	for _, d := range dirs {
+		fmt.Fprintf(h, "\x00dir\x00%s", d)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
