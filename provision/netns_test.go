@@ -207,8 +207,9 @@ func testLockdown(t *testing.T, mode policy.Network) {
 	l := newNetLab(t)
 	l.startListeners()
 	paths := labPaths()
-	// The lab is sound: with no ruleset every path works (listeners may take a moment).
-	deadline := time.Now().Add(5 * time.Second)
+	// The lab is sound: with no ruleset every path works (listeners may take a moment: a dozen
+	// socat processes starting on a loaded 2-core machine took over 5 s here).
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got := l.try(paths)
 		var broken []string
