@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
 
@@ -31,9 +30,10 @@ func TestCrossBuild(t *testing.T) {
 	}
 }
 
-// goCmd runs the go command of this toolchain in root for goos/goarch, without cgo.
+// goCmd runs the go command in root for goos/goarch, without cgo. go test puts its own
+// toolchain's bin directory first on PATH, so "go" is the toolchain running the test.
 func goCmd(root, goos, goarch string, args ...string) ([]byte, error) {
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	var out bytes.Buffer
