@@ -8,6 +8,7 @@
 #   make lint      gofmt, go vet, staticcheck (pinned in go.mod as a tool)
 #   make man       render docs/man/git-corral.1 from its Markdown source
 #   make lima      build the pinned limactl + guest agent into $(LIMA_PREFIX)
+#   make fuzz      every fuzz target for $(FUZZTIME) each (default 20s), one worker
 
 PREFIX      ?= /usr/local
 LIMA_PREFIX ?= /usr/local/lib/git-corral/lima
@@ -19,8 +20,9 @@ GO          ?= go
 # sudo resets PATH (secure_path) and Go lives in /usr/local/go on machines of this kind.
 export PATH := $(PATH):/usr/local/go/bin
 GOTESTFLAGS ?=
+FUZZTIME    ?= 20s
 
-.PHONY: build install test unit e2e lint man lima clean
+.PHONY: build install test unit e2e lint man lima clean fuzz
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/git-corral
@@ -57,6 +59,10 @@ lint:
 
 man:
 	$(GO) tool go-md2man -in docs/man/git-corral.1.md -out docs/man/git-corral.1
+
+# fuzz runs each target found in the *_test.go files in turn; see docs/FUZZING.md.
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
 lima:
 	PREFIX=$(LIMA_PREFIX) bash scripts/build-lima.sh

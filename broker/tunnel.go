@@ -3,8 +3,9 @@ package broker
 // Tunnel rules. A CONNECT request names host:port in authority form, carries no body, and (if
 // it has a Host header) names the same destination. Once decided and dialled, bytes are relayed
 // both ways by the kernel (splice between the two TCP sockets, no copy through user space),
-// which is why the idle timeout is not a read deadline: one sweeper asks the kernel (TCP_INFO)
-// when data last moved on each tunnel's client socket and closes the tunnels idle too long.
+// which is why the idle timeout is not a read deadline: one sweeper asks the kernel when data last
+// moved on each tunnel's client socket (tcpidle_linux.go, tcpidle_darwin.go) and closes the
+// tunnels idle too long.
 
 import (
 	"bufio"
@@ -14,13 +15,12 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // tunnelConns are the two ends of an open tunnel; up is nil for a client still sending requests.
 type tunnelConns struct {
 	client, up net.Conn
+	idle       idleClock // only the sweeper touches it, under b.mu
 }
 
 // serveConnect decides a CONNECT request and, when allowed, relays the tunnel until it ends.
@@ -163,32 +163,11 @@ func (b *Broker) sweepIdle(ctx context.Context) {
 			if t.up == nil {
 				continue // not a tunnel: read deadlines bound it
 			}
-			if idle, ok := tcpIdle(t.client); ok && idle >= b.lim.TunnelIdleTimeout {
+			if idle, ok := tcpIdle(t.client, &t.idle, time.Now()); ok && idle >= b.lim.TunnelIdleTimeout {
 				t.client.Close()
 				t.up.Close()
 			}
 		}
 		b.mu.Unlock()
 	}
-}
-
-// tcpIdle is how long since data last moved either way on a TCP socket, from the kernel.
-func tcpIdle(c net.Conn) (time.Duration, bool) {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return 0, false
-	}
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	var info *unix.TCPInfo
-	raw.Control(func(fd uintptr) {
-		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	})
-	if err != nil || info == nil {
-		return 0, false
-	}
-	ms := min(info.Last_data_recv, info.Last_data_sent)
-	return time.Duration(ms) * time.Millisecond, true
 }

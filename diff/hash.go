@@ -121,7 +121,7 @@ func openVerified(abs string, e *entry) (*os.File, error) {
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG ||
-		(e.Ino != 0 && (st.Ino != e.Ino || st.Dev != e.Dev)) {
+		(e.Ino != 0 && (rawOf(&st).ino != e.Ino || rawOf(&st).dev != e.Dev)) {
 		f.Close()
 		return nil, fmt.Errorf("open %q: %w", e.Path, errChanged)
 	}

@@ -219,7 +219,7 @@ func openDir(abs string, want *entry) (*os.File, error) {
 	f := os.NewFile(uintptr(fd), abs)
 	if want != nil {
 		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil || st.Ino != want.Ino || st.Dev != want.Dev {
+		if err := unix.Fstat(fd, &st); err != nil || rawOf(&st).ino != want.Ino || rawOf(&st).dev != want.Dev {
 			f.Close()
 			return nil, errSwapped
 		}
@@ -256,8 +256,8 @@ func lstatEntry(abs, rel string) (*entry, error) {
 }
 
 func fromStat(st *unix.Stat_t, rel string) *entry {
-	e := &entry{Path: rel, Mode: st.Mode, Size: st.Size, Ino: st.Ino, Dev: st.Dev,
-		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
+	r := rawOf(st)
+	e := &entry{Path: rel, Mode: r.mode, Size: st.Size, Ino: r.ino, Dev: r.dev, Mtime: r.mtime, Ctime: r.ctime}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		e.Kind = KindFile

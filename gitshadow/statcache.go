@@ -56,8 +56,7 @@ func keyOf(fi fs.FileInfo) (statKey, bool) {
 	if !ok {
 		return statKey{}, false
 	}
-	return statKey{Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino,
-		Dev: uint64(st.Dev), Mode: uint32(st.Mode), UID: st.Uid, GID: st.Gid}, true
+	return keyOfStat(st), true
 }
 
 // trusts reports whether e vouches for a file lstat now describes as k: the keys are equal and

@@ -591,7 +591,7 @@ func TestSessionPTYRawModeAndResize(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("TERM", "vt220")
-	before, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	before, err := unix.IoctlGetTermios(int(tty.Fd()), ioctlGetTermios)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +602,7 @@ func TestSessionPTYRawModeAndResize(t *testing.T) {
 		`while [ "$(stty size)" != "40 100" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo "size2=$(stty size)"; exit 5`
 	res := runAsync(c, SessionOptions{Argv: []string{"sh", "-c", script}, TTY: true, Stdin: tty, Stdout: tty, Stderr: tty})
 	out.waitFor(t, "ready")
-	during, _ := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	during, _ := unix.IoctlGetTermios(int(tty.Fd()), ioctlGetTermios)
 	if during.Lflag&(unix.ICANON|unix.ECHO) != 0 {
 		t.Errorf("local terminal not in raw mode during the session (lflag %#x)", during.Lflag)
 	}
@@ -621,7 +621,7 @@ func TestSessionPTYRawModeAndResize(t *testing.T) {
 	if r.code != 5 {
 		t.Errorf("exit %d (%v), want 5", r.code, r.err)
 	}
-	after, _ := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	after, _ := unix.IoctlGetTermios(int(tty.Fd()), ioctlGetTermios)
 	if *after != *before {
 		t.Errorf("terminal not restored after the session:\n got %+v\nwant %+v", *after, *before)
 	}

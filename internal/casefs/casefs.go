@@ -1,3 +1,5 @@
+//go:build linux
+
 package casefs
 
 import (
@@ -13,14 +15,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
 )
-
-// Fold returns the key two names are compared by: Unicode full case folding, then NFD.
-func Fold(name string) string {
-	return norm.NFD.String(cases.Fold().String(name)) // a Caser is not safe to share
-}
 
 // Server is one mounted case-insensitive view of a backing directory.
 type Server struct {

@@ -1,0 +1,6 @@
+package vm
+
+import "golang.org/x/sys/unix"
+
+// ioctlGetTermios reads a terminal's settings (TIOCGETA on Darwin).
+const ioctlGetTermios = unix.TIOCGETA
