@@ -11,6 +11,7 @@ package clone
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -185,11 +186,14 @@ func readBundleHeader(br *bufio.Reader) (map[string]plumbing.Hash, error) {
 		if !strings.HasPrefix(name, "refs/heads/") {
 			continue
 		}
-		if why := RefNameProblem(name); why != "" {
+		// A head comes back as refs/corral/<box>/<branch> and is shown and passed to git by its
+		// branch name, so the branch name's own rules apply too (a name starting with '-').
+		branch := strings.TrimPrefix(name, "refs/heads/")
+		if why := cmp.Or(RefNameProblem(name), BranchNameProblem(branch)); why != "" {
 			fs.refuse(Finding{Class: ClassRef, Path: name, Reason: why})
 			continue
 		}
-		heads[strings.TrimPrefix(name, "refs/heads/")] = plumbing.NewHash(hex)
+		heads[branch] = plumbing.NewHash(hex)
 	}
 }
 
