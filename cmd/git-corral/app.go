@@ -152,6 +152,10 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		default:
 			cmd := lookup(arg)
 			if cmd == nil {
+				if near := suggest(arg); near != "" {
+					return withCode(exitUsage, fmt.Errorf("%q is not a git corral command", arg),
+						fmt.Sprintf("did you mean 'git corral %s'? ('git corral help' lists the commands)", near))
+				}
 				return usageErrorf("", "%q is not a git corral command", arg)
 			}
 			return runCommand(ctx, a, cmd, args[1:])
