@@ -133,10 +133,15 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 	return m.Inspect(spec.Box)
 }
 
-// create asks, renders, creates the instance and records its metadata.
+// create asks, renders, creates the instance and records its metadata. What is missing (the
+// base image) is said before the user is asked to create anything.
 func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 	if !spec.Create {
 		return fmt.Errorf("%w: %s", ErrNoBox, spec.Box)
+	}
+	img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv))
+	if err != nil {
+		return err
 	}
 	if spec.Confirm != nil {
 		ok, err := spec.Confirm()
@@ -146,10 +151,6 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 		if !ok {
 			return ErrDeclined
 		}
-	}
-	img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv))
-	if err != nil {
-		return err
 	}
 	m.DecideTCG(ctx, img, spec.Notice)
 	r, err := m.RenderBox(ctx, spec, m.TCG)
