@@ -184,7 +184,10 @@ func runCommand(ctx context.Context, a *app, cmd *command, args []string) error 
 		return usageErrorf(cmd.name, "%s", err)
 	}
 	if *help {
-		return printCommandHelp(a.stdout, cmd.name)
+		if wantsManual(args) {
+			return printCommandHelp(a.stdout, cmd.name)
+		}
+		return printShortHelp(a.stdout, cmd)
 	}
 	err := run(ctx, a, fs.Args())
 	if errors.Is(err, session.ErrUsage) {
@@ -196,6 +199,20 @@ func runCommand(ctx context.Context, a *app, cmd *command, args []string) error 
 // manager finds limactl and returns the box manager for $CORRAL_HOME.
 func (a *app) manager() (*vm.Manager, error) {
 	return session.Manager(a.getenv)
+}
+
+// wantsManual reports whether the command line asked for --help (the manual section) rather
+// than -h (the short usage), looking only at flags before "--".
+func wantsManual(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--help" {
+			return true
+		}
+	}
+	return false
 }
 
 // workDir is the directory the command acts on: -C or the current directory.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -37,6 +38,40 @@ func (a *app) printSummary(w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "'git corral COMMAND -h' shows a command's usage; 'git help corral' opens the manual.")
+	return nil
+}
+
+// printShortHelp prints what -h shows: the command's synopsis and first paragraph from its
+// man page section, then its flags, and where the whole section is. --help and
+// 'git corral help CMD' print the section itself (printCommandHelp).
+func printShortHelp(w io.Writer, cmd *command) error {
+	sec := man.Section(cmd.name)
+	if sec == "" {
+		return fmt.Errorf("no manual section for %q (this is a bug in git corral)", cmd.name)
+	}
+	paras := strings.SplitN(sec, "\n\n", 3)
+	fmt.Fprintf(w, "usage: %s\n", strings.TrimSpace(man.Plain(paras[0])))
+	if len(paras) > 1 {
+		fmt.Fprintf(w, "\n%s", man.Plain(paras[1]))
+	}
+	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
+	cmd.define(fs)
+	fs.BoolP("help", "h", false, "this usage; --help shows the manual section")
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fs.VisitAll(func(f *pflag.Flag) {
+		name := "    --" + f.Name
+		if f.Shorthand != "" {
+			name = "-" + f.Shorthand + ", --" + f.Name
+		}
+		arg, usage := pflag.UnquoteUsage(f)
+		if f.Value.Type() == "bool" {
+			arg = ""
+		}
+		fmt.Fprintf(tw, "  %s %s\t%s\n", name, arg, usage)
+	})
+	tw.Flush()
+	fmt.Fprintf(w, "\n'git corral help %s' (or --help) shows the whole manual section.\n", cmd.name)
 	return nil
 }
 

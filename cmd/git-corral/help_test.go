@@ -13,7 +13,8 @@ import (
 )
 
 // TestHelpMatchesManPage keeps the one source of help whole: every command has a section in the
-// man page, that section names each of the command's flags, and -h prints exactly that section.
+// man page, that section names each of the command's flags, --help prints exactly that
+// section, and -h a short usage in step with it: the section's synopsis and every flag.
 func TestHelpMatchesManPage(t *testing.T) {
 	for _, c := range commands() {
 		sec := man.Section(c.name)
@@ -28,11 +29,28 @@ func TestHelpMatchesManPage(t *testing.T) {
 		}
 		var out, errOut bytes.Buffer
 		a := &app{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
+		if code := a.main(t.Context(), []string{c.name, "--help"}); code != 0 {
+			t.Errorf("git corral %s --help exited %d: %s", c.name, code, errOut.String())
+		}
+		if out.String() != man.Plain(sec) {
+			t.Errorf("git corral %s --help printed\n%s\nwant the man page section\n%s", c.name, out.String(), man.Plain(sec))
+		}
+		out.Reset()
 		if code := a.main(t.Context(), []string{c.name, "-h"}); code != 0 {
 			t.Errorf("git corral %s -h exited %d: %s", c.name, code, errOut.String())
 		}
-		if out.String() != man.Plain(sec) {
-			t.Errorf("git corral %s -h printed\n%s\nwant the man page section\n%s", c.name, out.String(), man.Plain(sec))
+		short := out.String()
+		synopsis := strings.TrimSpace(man.Plain(strings.SplitN(sec, "\n\n", 2)[0]))
+		if !strings.HasPrefix(short, "usage: "+synopsis+"\n") {
+			t.Errorf("git corral %s -h does not start with the man page's synopsis %q:\n%s", c.name, synopsis, short)
+		}
+		for _, f := range flagNames(c) {
+			if !strings.Contains(short, "--"+f) {
+				t.Errorf("git corral %s -h does not list --%s", c.name, f)
+			}
+		}
+		if n := strings.Count(short, "\n"); n >= strings.Count(man.Plain(sec), "\n") && n > 25 {
+			t.Errorf("git corral %s -h is %d lines, no shorter than the manual section", c.name, n)
 		}
 	}
 }
