@@ -32,11 +32,16 @@ func (a *app) printSummary(w io.Writer) error {
 	fmt.Fprintln(w, "usage: git corral [-C DIR] [--box NAME] COMMAND [OPTIONS] [ARGS]")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, c := range commands() {
-		fmt.Fprintf(tw, "   %s\t%s\n", c.name, c.summary)
+	for _, g := range groupOrder {
+		fmt.Fprintf(tw, "%s\n", g)
+		for _, c := range commands() {
+			if c.group == g {
+				fmt.Fprintf(tw, "   %s\t%s\n", c.name, c.summary)
+			}
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintln(w)
 	fmt.Fprintln(w, "'git corral COMMAND -h' shows a command's usage; 'git help corral' opens the manual.")
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +72,21 @@ func TestManSectionsAreCommands(t *testing.T) {
 	for _, line := range strings.Split(man.Source, "\n") {
 		if name, ok := strings.CutPrefix(line, "## git corral "); ok && lookup(name) == nil {
 			t.Errorf("man page documents %q, which is not in the command table", name)
+		}
+	}
+}
+
+// TestCommandsGrouped: help lists every command under one of the groups, so none is left out of
+// the summary.
+func TestCommandsGrouped(t *testing.T) {
+	var out bytes.Buffer
+	(&app{}).printSummary(&out)
+	for _, c := range commands() {
+		if !slices.Contains(groupOrder, c.group) {
+			t.Errorf("command %q has group %q, not one of %q", c.name, c.group, groupOrder)
+		}
+		if !strings.Contains(out.String(), "   "+c.name+" ") {
+			t.Errorf("help does not list %q", c.name)
 		}
 	}
 }
