@@ -13,7 +13,9 @@
 //     blob hash, plus the git metadata of every git dir.
 //   - Compare: walk the work tree, hash what the manifest's stat cache cannot vouch for, and
 //     return a Report of Findings (host-executed changes, highest severity first) and Changes.
-//     Options.ExtraPaths takes work-tree paths the host's git config points at (from gitshadow).
+//     Options.ConfigPaths takes the work-tree paths the host's effective git config names, each
+//     with the key and file:line that named it (from gitshadow's Plan.DiffPaths); a change to
+//     one is a finding with that reason. Options.ExtraPaths takes bare paths with a generic one.
 //   - WriteText and Report.Escaped render a report for a terminal or for JSON.
 //   - Catalogue and Match expose the table of host-executed files.
 //
