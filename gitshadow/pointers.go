@@ -60,28 +60,28 @@ const maxIncludeDepth = 10
 // the top level, where git runs them.
 func (b *builder) hostConfig(entries []configEntry, top string) {
 	nth := map[string]int{}
-	var files []string
 	for _, e := range entries {
 		file, ok := strings.CutPrefix(e.Origin, "file:")
-		origin := strings.TrimSuffix(e.Origin, ":")
-		if ok {
-			if !filepath.IsAbs(file) {
-				file = filepath.Join(top, file)
-			}
-			file = filepath.Clean(file)
-			k := file + "\x00" + e.Key
-			origin = b.origin(file, e.Key, nth[k])
-			nth[k]++
-			if !slices.Contains(files, file) {
-				files = append(files, file)
-				b.listed = append(b.listed, file)
-			}
-		} else {
-			file = ""
+		if !ok {
+			b.named(e.Key, e.Value, strings.TrimSuffix(e.Origin, ":"), "", top, 0) // command line
+			continue
 		}
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(top, file)
+		}
+		file = filepath.Clean(file)
+		if !slices.Contains(b.listed, file) {
+			b.listed = append(b.listed, file)
+		}
+		if keyKind(e.Key) == 0 {
+			continue // names nothing: no need to find its line
+		}
+		k := file + "\x00" + e.Key
+		origin := b.origin(file, e.Key, nth[k])
+		nth[k]++
 		b.named(e.Key, e.Value, origin, file, top, 0)
 	}
-	for _, f := range files {
+	for _, f := range b.listed {
 		b.dataConfig(f, top, 0)
 	}
 }
@@ -116,6 +116,9 @@ func (b *builder) dataConfig(file, base string, depth int) {
 	visit := func(prefix string, opts format.Options) {
 		for _, o := range opts {
 			key := prefix + "." + strings.ToLower(o.Key)
+			if keyKind(key) == 0 {
+				continue // names nothing: no need to find its line
+			}
 			origin := b.origin(file, key, nth[key])
 			nth[key]++
 			b.named(key, o.Value, origin, file, base, depth)
