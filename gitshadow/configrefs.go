@@ -112,7 +112,14 @@ func (b *builder) resolveRefs() {
 			cands = append(cands, b.resolveRef(rawRef{path: f, use: useConfig, origin: "git config --list --show-origin"})...)
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Path < cands[j].Path })
+	// One shadow per path: a directory that is both named (read-only) and on the way to
+	// another named path (pinned) is made read-only, which pins it too.
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].Path != cands[j].Path {
+			return cands[i].Path < cands[j].Path
+		}
+		return cands[i].Kind == ReadOnly && cands[j].Kind != ReadOnly
+	})
 	for _, s := range cands {
 		if !b.seen[s.Path] && !b.covered(s.Path, cands) {
 			b.extra(s)

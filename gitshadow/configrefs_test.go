@@ -208,3 +208,30 @@ func appendGlobal(t *testing.T, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestConfigRefsNamedDirOnTheWay checks that a directory both named (core.hooksPath) and on the
+// way to another named file is shadowed read-only, not merely pinned, whatever the order of the
+// keys, and that nothing inside it gets a mount of its own (the outer mount would hide it).
+func TestConfigRefsNamedDirOnTheWay(t *testing.T) {
+	root := fixture(t)
+	w := filepath.Join(root, "work")
+	os.MkdirAll(filepath.Join(w, "hk/sub"), 0o755)
+	os.WriteFile(filepath.Join(w, "hk/sub/x"), []byte("#!/bin/sh\n"), 0o755)
+	appendGlobal(t, "[core]\n\tfsmonitor = hk/sub/x\n\thooksPath = hk\n")
+	plan := discover(t, w)
+	kinds := map[string]Kind{}
+	for _, s := range plan.Extra {
+		if _, dup := kinds[s.Path]; dup {
+			t.Errorf("two shadows for %s", s.Path)
+		}
+		kinds[s.Path] = s.Kind
+	}
+	if k := kinds[filepath.Join(w, "hk")]; k != ReadOnly {
+		t.Errorf("hk: shadow %q, want readonly", k)
+	}
+	for _, p := range []string{"hk/sub", "hk/sub/x"} {
+		if k, ok := kinds[filepath.Join(w, p)]; ok {
+			t.Errorf("%s inside the read-only hk has a shadow of its own: %q", p, k)
+		}
+	}
+}
