@@ -57,7 +57,8 @@ func parseCommand(cmd string) commandRefs {
 	return r
 }
 
-// splitShell splits cmd into words and operators. ok is false when a quote is not closed.
+// splitShell splits cmd into words and operators. ok is false when a quote is not closed. It is
+// one switch over the characters, longer than most functions here, so the cases read together.
 func splitShell(cmd string) (out []shellWord, ok bool) {
 	var cur strings.Builder
 	inWord, dynamic := false, false

@@ -47,11 +47,10 @@ type ConfigRef struct {
 
 // Reason says in one line why the host executes the path.
 func (r ConfigRef) Reason() string {
-	what := "named by " + r.Key
 	if r.Key == "" {
-		what = "a config file the host's git reads"
-		return what + " (" + r.Origin + ")"
+		return "a config file the host's git reads (" + r.Origin + ")"
 	}
+	what := "named by " + r.Key
 	if r.Origin != "" {
 		what += " in " + r.Origin
 	}
