@@ -279,6 +279,19 @@ func matchSegments(pat, segs []string) bool {
 	return len(segs) == 0
 }
 
+// matchConfig returns the most specific config-named path that is p or holds it (compared
+// case-insensitively, as a case-insensitive host opens it).
+func matchConfig(paths []ConfigPath, p string) (ConfigPath, bool) {
+	var best ConfigPath
+	found := false
+	for _, cp := range paths {
+		if _, ok := matchExtra([]string{cp.Path}, p); ok && (!found || len(cp.Path) > len(best.Path)) {
+			best, found = cp, true
+		}
+	}
+	return best, found
+}
+
 // matchExtra reports whether p is one of the extra host-executed paths (a file, or anything
 // under a directory), compared case-insensitively.
 func matchExtra(extra []string, p string) (string, bool) {

@@ -1,8 +1,9 @@
 package diff
 
 // Classification rules, one finding per reason (a path can have several):
-//   - catalogue match or an extra path the host's git config points at: the rule's severity
-//     (a deletion is medium: it can still unshadow or disable something);
+//   - catalogue match, or a path the host's git config names (ConfigPaths, with the key and
+//     where it was set; ExtraPaths): the rule's severity, high for config-named paths (a
+//     deletion is medium: it can still unshadow or disable something);
 //   - git metadata of any git dir, nested .git dirs and files, bare repositories, case variants
 //     of ".git": high;
 //   - a new executable bit, a symlink (with its target text), a special file: high, except a
@@ -93,6 +94,14 @@ func (c *classifier) findings(ch *Change) []Finding {
 	if x, ok := matchExtra(c.o.ExtraPaths, ch.Path); ok {
 		hostExec = true
 		add(High, "git", fmt.Sprintf("the host's git config points at %q: git runs or reads it", x), c.detail(ch))
+	}
+	if cp, ok := matchConfig(c.o.ConfigPaths, ch.Path); ok {
+		hostExec = true
+		sev, why := High, cp.Reason
+		if ch.Status == "deleted" {
+			sev, why = Medium, "deleted; "+why
+		}
+		add(sev, "git", why, c.detail(ch))
 	}
 	if cur != nil && cur.Flags&flagGitMeta != 0 || old != nil && old.Flags&flagGitMeta != 0 {
 		hostExec = true

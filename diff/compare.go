@@ -29,12 +29,28 @@ type Options struct {
 	// ExtraPaths are work-tree paths (files or directories, relative to the top level) that the
 	// host's git config points at, such as core.hooksPath=.husky; changes there are findings.
 	ExtraPaths []string
+	// ConfigPaths are the work-tree paths the host's effective git config names (a
+	// core.fsmonitor script, a filter driver, a hooksPath dir, an included file...), each with
+	// the reason naming the key and where it was set. The caller fills it from gitshadow:
+	// for _, d := range plan.DiffPaths() { o.ConfigPaths = append(o.ConfigPaths, diff.ConfigPath(d)) }.
+	// A change to one of them, or under one that is a directory, is a finding with that reason.
+	ConfigPaths []ConfigPath
 	// Workers bounds parallel walking and hashing; 0 means the number of CPUs.
 	Workers int
 	// All fills Change.Detail for ordinary changes too.
 	All bool
 	// MaxText is the largest file shown as text; larger ones are summarised. 0 means 1 MiB.
 	MaxText int64
+}
+
+// ConfigPath is a work-tree path the host's git config names, with why (gitshadow.DiffPath).
+type ConfigPath struct {
+	// Path is slash-separated and relative to the top level: a file, or a directory whose
+	// every entry counts.
+	Path string
+	// Reason names the key and where it was set, e.g. "named by core.fsmonitor in
+	// ~/.gitconfig:3: the host's git runs it".
+	Reason string
 }
 
 // Report is what Compare found.

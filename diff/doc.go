@@ -16,7 +16,9 @@
 //   - PruneBox (called by delete): remove all of a box's bases.
 //   - Compare: walk the work tree, hash what the manifest's stat cache cannot vouch for, and
 //     return a Report of Findings (host-executed changes, highest severity first) and Changes.
-//     Options.ExtraPaths takes work-tree paths the host's git config points at (from gitshadow).
+//     Options.ConfigPaths takes the work-tree paths the host's effective git config names, each
+//     with the key and file:line that named it (from gitshadow's Plan.DiffPaths); a change to
+//     one is a finding with that reason. Options.ExtraPaths takes bare paths with a generic one.
 //     It removes the session bases older versions kept under refs/corral/sessions/ in the
 //     repository (legacy.go) and returns the notice in Report.Notice; Record does the same.
 //   - WriteText and Report.Escaped render a report for a terminal or for JSON.

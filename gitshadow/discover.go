@@ -52,6 +52,7 @@ func Discover(ctx context.Context, p *project.Project) (*Plan, error) {
 		b.configPointers(g)
 		b.children(g)
 	}
+	b.resolveRefs()
 	return b.finish(), nil
 }
 

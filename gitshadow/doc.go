@@ -6,8 +6,9 @@
 // The rules it enforces:
 //   - Nothing the box writes into git metadata is ever executed by the host's git: config,
 //     config.worktree, hooks, commondir, gitdir files, info/, the .git files of submodule work
-//     trees and the work-tree files the host's own config points at (core.hooksPath, include.path,
-//     includeIf) are shadowed read-only in the guest and snapshotted on the host.
+//     trees and every path in the box's reach that the host's own effective config names (a
+//     core.fsmonitor script, drivers, ! aliases, core.hooksPath, includes: configrefs.go) are
+//     shadowed read-only in the guest and snapshotted on the host.
 //   - Guest-side shadows are defence in depth; the host-side snapshot is the control: any change
 //     to a snapshotted file is restored at once, the box's version is kept in quarantine for
 //     review, and the change is reported.
@@ -15,7 +16,8 @@
 //     neutralised from the host: their hooks are quarantined and their config is cut down to an
 //     allow-list of keys that execute nothing.
 //   - Discovery never runs anything from the repository: it reads files, asks go-git, and calls
-//     only git config --list and git rev-parse, which execute no repository code.
+//     only git config --list and git rev-parse, which execute no repository code. Config values
+//     that are shell commands are split into words (command.go), never run.
 //
 // Decisions:
 //   - Refs stay writable (refs/, packed-refs, HEAD, the index, logs, objects): git in the box must
@@ -40,6 +42,9 @@
 //	go gitshadow.Watch(watchCtx, snap, report)     // restores at once; report prints and audits
 //	... session ...
 //	cancelWatch(); changes, err := gitshadow.Verify(ctx, snap) // err wraps ErrNotRestored
+//
+// Use from git corral diff: plan.DiffPaths() fills diff.Options.ConfigPaths (each converts with
+// diff.ConfigPath(d)), so a change to a file the host's config names is a finding naming the key.
 //
 // The guest script needs util-linux (mount, findmnt) and coreutils (realpath); it must run after
 // the project mount is up (systemd: RequiresMountsFor= the top level and every OutsideTopLevel

@@ -20,7 +20,7 @@ type Expectation struct {
 func (p *Plan) Expectations() []Expectation {
 	var out []Expectation
 	for _, s := range p.AllShadows() {
-		if s.Kind == Watched {
+		if s.Kind == Watched || s.Kind == Symlink {
 			continue
 		}
 		out = append(out, Expectation{Path: s.Path, Kind: s.Kind, ReadOnly: s.Kind != Pin})

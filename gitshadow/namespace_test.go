@@ -103,7 +103,9 @@ type nsEnv struct {
 	noShadow bool
 }
 
-func setupNamespace(t *testing.T) *nsEnv {
+// setupNamespace builds the fixture, runs each prep on it (as root, before the plan is made),
+// and applies the rest of the setup.
+func setupNamespace(t *testing.T, prep ...func(e *nsEnv)) *nsEnv {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: applies the guest shadow in a mount namespace (unshare -m) and attacks as an unprivileged user")
@@ -117,6 +119,9 @@ func setupNamespace(t *testing.T) *nsEnv {
 	e := &nsEnv{root: root, work: filepath.Join(root, "work"), canary: filepath.Join(root, "canary")}
 	os.Mkdir(e.canary, 0o777)
 	os.Mkdir(filepath.Join(root, "home"), 0o755)
+	for _, p := range prep {
+		p(e)
+	}
 	plan := discover(t, e.work)
 	script, err := plan.GuestScript()
 	if err != nil {

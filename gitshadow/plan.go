@@ -25,6 +25,10 @@ const (
 	// Watched is not shadowed in the guest (the path does not exist, so there is nothing to
 	// mount over); the host snapshot records its absence and quarantines it if it appears.
 	Watched Kind = "watched"
+	// Symlink is not shadowed in the guest either (a bind mount would follow it): a symlink on
+	// the way to a path the host's config names. The host snapshot restores it if the box points
+	// it elsewhere.
+	Symlink Kind = "symlink"
 )
 
 // Role says why a git dir is in the plan.
@@ -65,13 +69,16 @@ type Plan struct {
 	// GitDirs lists every git dir the host executes from, parents before children.
 	GitDirs []GitDir `json:"gitDirs"`
 	// Extra holds shadows that belong to no git dir: .git files of submodule work trees and
-	// work-tree files the host's config points at.
+	// the paths the host's config names (configrefs.go) with the directories and symlinks on
+	// the way to them.
 	Extra []Shadow `json:"extra"`
 	// HostExecutedPaths are the absolute paths the host's git executes from or reads config
-	// from: every git dir, every .git file, and every path the host's own config points at
-	// (core.hooksPath, include.path, includeIf.*.path). Package diff treats them as
-	// host-executed.
+	// from: every git dir, every .git file, and every path in ConfigRefs.
 	HostExecutedPaths []string `json:"hostExecutedPaths"`
+	// ConfigRefs are the paths in the box's reach that the host's effective git config names
+	// (core.fsmonitor, core.hooksPath, include.path, filter drivers, ! aliases...), each with
+	// the key and the file:line that named it. DiffPaths gives them to package diff.
+	ConfigRefs []ConfigRef `json:"configRefs"`
 	// OutsideTopLevel lists git dirs outside the top level (a linked worktree's common dir):
 	// the box must mount them too for git to work, and they are shadowed like the rest.
 	OutsideTopLevel []string `json:"outsideTopLevel"`
@@ -112,12 +119,24 @@ type builder struct {
 	seenDir map[string]bool
 	seen    map[string]bool
 	hostExe map[string]bool
+	// raw and bareNames are the paths and PATH lookups the host's config names, resolved by
+	// resolveRefs once every git dir (the box's reach) is known.
+	raw       []rawRef
+	bareNames []bareName
+	// listed are the config files git config --list read values from.
+	listed  []string
+	refSeen map[string]bool
+	// readFiles are the config files read as data; lines caches their key lines.
+	readFiles map[string]bool
+	lines     map[string]map[string][]int
 }
 
 func newBuilder(top string) *builder {
 	return &builder{
-		plan:    &Plan{TopLevel: top, Extra: []Shadow{}, HostExecutedPaths: []string{}, OutsideTopLevel: []string{}, Warnings: []string{}},
-		seenDir: map[string]bool{}, seen: map[string]bool{}, hostExe: map[string]bool{},
+		plan: &Plan{TopLevel: top, Extra: []Shadow{}, HostExecutedPaths: []string{}, ConfigRefs: []ConfigRef{},
+			OutsideTopLevel: []string{}, Warnings: []string{}},
+		seenDir: map[string]bool{}, seen: map[string]bool{}, hostExe: map[string]bool{}, refSeen: map[string]bool{},
+		readFiles: map[string]bool{}, lines: map[string]map[string][]int{},
 	}
 }
 

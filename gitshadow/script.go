@@ -131,7 +131,7 @@ func (p *Plan) GuestScript() (string, error) {
 // scriptLine is the helper call that applies one shadow, or "" for a watched path. n numbers
 // the guest-local copies.
 func scriptLine(s Shadow, n *int) (string, error) {
-	if s.Kind == Watched {
+	if s.Kind == Watched || s.Kind == Symlink {
 		return "", nil
 	}
 	q, err := ShellQuote(s.Path)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/diff"
+	"github.com/git-corral/git-corral/gitshadow"
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/project"
 )
@@ -50,6 +51,13 @@ func defineDiff(fs *pflag.FlagSet) runFunc {
 			return a.diffRecord(ctx, p, box, h, *jsonOut)
 		}
 		o := diff.Options{Box: box, Home: h.Dir, All: *all}
+		plan, err := gitshadow.Discover(ctx, p) // what the host's git config names is host-executed
+		if err != nil {
+			return err
+		}
+		for _, d := range plan.DiffPaths() {
+			o.ConfigPaths = append(o.ConfigPaths, diff.ConfigPath(d))
+		}
 		if len(args) == 1 {
 			o.Base = args[0]
 		}

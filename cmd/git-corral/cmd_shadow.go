@@ -78,6 +78,12 @@ func printPlan(a *app, plan *gitshadow.Plan) {
 			fmt.Fprintf(w, "  %-8s %s\n", s.Kind, visible.String(s.Path))
 		}
 	}
+	if len(plan.ConfigRefs) > 0 {
+		fmt.Fprintln(w, "named by the host's git config")
+		for _, r := range plan.ConfigRefs {
+			fmt.Fprintf(w, "  %s: %s\n", visible.String(r.Path), visible.String(r.Reason()))
+		}
+	}
 	for _, d := range plan.OutsideTopLevel {
 		fmt.Fprintf(w, "outside the top level (the box must mount it): %s\n", visible.String(d))
 	}
