@@ -158,6 +158,10 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 				}
 				return usageErrorf("", "%q is not a git corral command", arg)
 			}
+			if a.box != "" && !cmd.usesBox {
+				return withCode(exitUsage, fmt.Errorf("--box does not apply to 'git corral %s': it acts on the repository it runs in", cmd.name),
+					"name the repository with -C DIR instead")
+			}
 			return runCommand(ctx, a, cmd, args[1:])
 		}
 	}

@@ -20,6 +20,9 @@ type command struct {
 	verbs []string
 	// group is the heading help lists the command under.
 	group string
+	// usesBox says the command acts on the box named by the global --box; the others refuse
+	// it rather than ignore it.
+	usesBox bool
 	// stopAtFirstArg stops flag parsing at the first operand, so that a guest command's own
 	// flags (run -- ls -la) reach it untouched.
 	stopAtFirstArg bool
@@ -43,35 +46,35 @@ func commands() []*command {
 		{name: "start", group: groupDaily, summary: "boot this repository's box and run the agent (or a shell) in it", define: defineStart, stopAtFirstArg: true},
 		{name: "run", group: groupDaily, summary: "run one command in the box", define: defineRun, stopAtFirstArg: true},
 		{name: "shell", group: groupDaily, summary: "open a login shell in the box, in the project directory", define: defineShell},
-		{name: "config", group: groupDaily, summary: "show the effective configuration, check it, or print a template", define: defineConfig, verbs: []string{"check", "init"}},
+		{name: "config", group: groupDaily, usesBox: true, summary: "show the effective configuration, check it, or print a template", define: defineConfig, verbs: []string{"check", "init"}},
 
 		{name: "clone", group: groupClone, summary: "fetch an untrusted repository into a store and check it out only in a box", define: defineClone},
 		{name: "fetch", group: groupClone, summary: "bring the box's branches back as refs/corral/<box>/…, nothing checked out", define: defineFetch},
 
-		{name: "diff", group: groupDaily, summary: "show what the box changed in files the host will execute", define: defineDiff},
+		{name: "diff", group: groupDaily, usesBox: true, summary: "show what the box changed in files the host will execute", define: defineDiff},
 
 		{name: "shadow", group: groupReview, summary: "show which git metadata the box shadows and the host guards", define: defineShadow},
 
-		{name: "stop", group: groupDaily, summary: "stop this repository's box (or every box)", define: defineStop},
-		{name: "delete", group: groupMaintenance, summary: "delete this repository's box", define: defineDelete},
+		{name: "stop", group: groupDaily, usesBox: true, summary: "stop this repository's box (or every box)", define: defineStop},
+		{name: "delete", group: groupMaintenance, usesBox: true, summary: "delete this repository's box", define: defineDelete},
 		{name: "list", group: groupMaintenance, summary: "list the boxes, their state and template drift", define: defineList},
-		{name: "logs", group: groupMaintenance, summary: "show Lima's logs of this repository's box", define: defineLogs},
+		{name: "logs", group: groupMaintenance, usesBox: true, summary: "show Lima's logs of this repository's box", define: defineLogs},
 		{name: "doctor", group: groupMaintenance, summary: "check every host prerequisite of a box and print the fix", define: defineDoctor},
 		{name: "image", group: groupMaintenance, summary: "build, list and prune the local base images", define: defineImage, verbs: imageVerbs},
 		{name: "golden", group: groupMaintenance, summary: "list, build, verify and prune the golden bases new boxes start from", define: defineGolden, verbs: goldenVerbs},
-		{name: "snapshot", group: groupMaintenance, summary: "create, list, restore or delete snapshots of the stopped box", define: defineSnapshot, verbs: snapshotVerbs},
-		{name: "undo", group: groupMaintenance, summary: "restore the stopped box to its newest snapshot", define: defineUndo},
+		{name: "snapshot", group: groupMaintenance, usesBox: true, summary: "create, list, restore or delete snapshots of the stopped box", define: defineSnapshot, verbs: snapshotVerbs},
+		{name: "undo", group: groupMaintenance, usesBox: true, summary: "restore the stopped box to its newest snapshot", define: defineUndo},
 		{name: "gc", group: groupMaintenance, summary: "stop boxes idle longer than idle_stop", define: defineGC},
 		{name: "info", group: groupDaily, summary: "show the repository, its box and what applies to it", define: defineInfo},
-		{name: "audit", group: groupReview, summary: "show the audit log of sessions and guards", define: defineAudit},
+		{name: "audit", group: groupReview, usesBox: true, summary: "show the audit log of sessions and guards", define: defineAudit},
 
-		{name: "egress", group: groupReview, summary: "show what the box's broker allowed and refused", define: defineEgress},
-		{name: "connection", group: groupPlumbing, summary: "hold a box's SSH connection open for later commands (what run starts)", define: defineConnection, verbs: []string{"serve"}},
-		{name: "broker", group: groupPlumbing, summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
+		{name: "egress", group: groupReview, usesBox: true, summary: "show what the box's broker allowed and refused", define: defineEgress},
+		{name: "connection", group: groupPlumbing, usesBox: true, summary: "hold a box's SSH connection open for later commands (what run starts)", define: defineConnection, verbs: []string{"serve"}},
+		{name: "broker", group: groupPlumbing, usesBox: true, summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
 
 		{name: "sandbox", group: groupDaily, summary: "run a command in the light tier: bubblewrap, Landlock, seccomp and limits, no VM", define: defineSandbox, stopAtFirstArg: true},
-		{name: "review", group: groupReview, summary: "show the repository's provision scripts and packages; approve them", define: defineReview},
-		{name: "provision", group: groupReview, summary: "write the guest scripts this repository's box would get", define: defineProvision, verbs: []string{"render"}},
+		{name: "review", group: groupReview, usesBox: true, summary: "show the repository's provision scripts and packages; approve them", define: defineReview},
+		{name: "provision", group: groupReview, usesBox: true, summary: "write the guest scripts this repository's box would get", define: defineProvision, verbs: []string{"render"}},
 		{name: "version", group: groupMaintenance, summary: "show the versions of git corral, Go and Lima", define: defineVersion},
 		{name: "completion", group: groupPlumbing, summary: "print a shell completion script (bash, zsh, fish)", define: defineCompletion, verbs: []string{"bash", "zsh", "fish"}},
 		{name: "help", group: groupMaintenance, summary: "show help for a command", define: defineHelp},
