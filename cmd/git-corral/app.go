@@ -265,6 +265,18 @@ func (a *app) colorOn(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// progress is the display of a long operation's phases on stderr: a redrawn status line on a
+// terminal that can redraw one, one timestamped line per phase otherwise.
+func (a *app) progress() *vm.Progress {
+	return vm.NewProgress(a.stderr, redraws(a.isTerminal(a.stderr), a.getenv("TERM")))
+}
+
+// redraws reports whether a stream can take a redrawn status line: a terminal whose TERM is set
+// and not "dumb" (a dumb terminal, Emacs' shell, shows every \r and escape as text).
+func redraws(tty bool, term string) bool {
+	return tty && term != "" && term != "dumb"
+}
+
 // isTerminal reports whether w is a terminal.
 func (a *app) isTerminal(w any) bool {
 	f, ok := w.(*os.File)

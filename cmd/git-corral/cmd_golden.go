@@ -107,7 +107,7 @@ func (a *app) goldenBuild(ctx context.Context, m *vm.Manager, jsonOut bool) erro
 		return err
 	}
 	spec := vm.BoxSpec{Box: p.Box, ProjectDir: p.TopLevel, Config: cfg, Bundle: bundle,
-		Progress: vm.NewProgress(a.stderr, a.isTerminal(a.stderr)), Notice: a.notice}
+		Progress: a.progress(), Notice: a.notice}
 	r, err := m.RenderBox(ctx, spec, false)
 	if errors.Is(err, vm.ErrNoImage) {
 		return withHint(err, "build it once as root: 'sudo git corral image build --dir "+vm.SystemImageDir+"'")

@@ -73,7 +73,7 @@ func (a *app) imageBuild(ctx context.Context, dir string, force bool) error {
 	}
 	defer logf.Close()
 	fmt.Fprintf(a.stderr, "building base image (recipe %s) into %s; log: %s\n", vm.RecipeHash(), dir, logPath)
-	p := vm.NewProgress(a.stderr, a.isTerminal(a.stderr))
+	p := a.progress()
 	img, err := vm.BuildImage(ctx, dir, force, p, logf)
 	p.Done("image", err)
 	if err != nil {

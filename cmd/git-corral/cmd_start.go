@@ -10,7 +10,6 @@ import (
 
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/session"
-	"github.com/git-corral/git-corral/vm"
 )
 
 // boxFlags are the flags every command that boots a box shares.
@@ -54,7 +53,7 @@ func (a *app) ui() session.UI {
 	return session.UI{
 		Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, IsTerminal: a.isTerminal,
 		Notice: a.notice, Warn: a.warn, Confirm: a.confirmCreate,
-		Progress: vm.NewProgress(a.stderr, a.isTerminal(a.stderr)),
+		Progress: a.progress(),
 	}
 }
 

@@ -26,3 +26,17 @@ func TestReportGuestStatus(t *testing.T) {
 		t.Errorf("timeout: code %d, stderr %q; want 124 and the reason", code, stderr.String())
 	}
 }
+
+// TestRedraws: the progress display redraws its line only on a terminal that can take it; with
+// TERM=dumb or unset, or off a terminal, it prints one line per phase.
+func TestRedraws(t *testing.T) {
+	for _, tc := range []struct {
+		tty  bool
+		term string
+		want bool
+	}{{true, "xterm-256color", true}, {true, "dumb", false}, {true, "", false}, {false, "xterm", false}} {
+		if got := redraws(tc.tty, tc.term); got != tc.want {
+			t.Errorf("redraws(%v, %q) = %v, want %v", tc.tty, tc.term, got, tc.want)
+		}
+	}
+}
