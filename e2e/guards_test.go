@@ -143,6 +143,26 @@ true`, canary)
 			t.Errorf("session without the daemon: exit %d, stdout %q, stderr %q; want exit 3 and the output once", r.code, r.stdout, r.stderr)
 		}
 	})
+	sshConfig := filepath.Join(filepath.Dir(dir), "guards-ssh_config")
+	sshVia := func(t *testing.T, args ...string) result {
+		t.Helper()
+		return runCmd(t, asUser(append([]string{"ssh", "-F", sshConfig, "-o", "BatchMode=yes", "corral-" + box}, args...)), "ssh "+strings.Join(args, " "))
+	}
+	t.Run("an editor's ssh through git corral ssh-config runs after the guard check and is audited", func(t *testing.T) {
+		r := corral(t, dir, nil, "ssh-config")
+		if r.code != 0 || !strings.Contains(r.stdout, "Host corral-"+box+"\n") || !strings.Contains(r.stdout, "ssh-proxy") {
+			t.Fatalf("ssh-config: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		writeFile(t, sshConfig, r.stdout, 0o600)
+		s := sshVia(t, "echo", "via-ssh")
+		if s.code != 0 || s.stdout != "via-ssh\n" {
+			t.Fatalf("ssh -F <ssh-config> corral-%s echo: exit %d, stdout %q, stderr %q", box, s.code, s.stdout, s.stderr)
+		}
+		a := corral(t, dir, nil, "audit", "--json", "-n", "3")
+		if !strings.Contains(a.stdout, "(editor connection)") {
+			t.Errorf("the audit log does not record the editor's connection: %s", a.stdout)
+		}
+	})
 	t.Run("a guard broken in the running box refuses the next session before its command runs", func(t *testing.T) {
 		// Full mode keeps sudo, so the box can undo one of its own git shadow's mounts.
 		hooks := filepath.Join(dir, ".git", "hooks")
@@ -163,6 +183,15 @@ true`, canary)
 			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("env %v: the command ran in a box whose guard check failed", env)
+			}
+		}
+		// An editor's connection through ssh-config is refused the same way, before its command.
+		if _, err := os.Stat(sshConfig); err == nil {
+			if r := sshVia(t, "touch", marker); r.code == 0 || !strings.Contains(r.stderr, "is not in place") {
+				t.Errorf("ssh through ssh-config with a broken guard: exit %d, stderr %q: want a refusal naming the missing mount", r.code, r.stderr)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatal("the editor's command ran in a box whose guard check failed")
 			}
 		}
 		a := corral(t, dir, nil, "audit", "--json", "-n", "4")

@@ -135,3 +135,9 @@ func (h Home) KVMProbe() string { return filepath.Join(h.Dir, "kvm-probe.json") 
 
 // SandboxLog is the light tier's log of runs and broker decisions (package sandbox).
 func (h Home) SandboxLog() string { return filepath.Join(h.Logs(), "sandbox.jsonl") }
+
+// SSHConfig is the ssh_config(5) file git corral ssh-config --install writes.
+func (h Home) SSHConfig() string { return filepath.Join(h.Dir, "ssh_config") }
+
+// SSHKnownHosts is the known_hosts file of an editor's ssh connections to a box.
+func (h Home) SSHKnownHosts(box string) string { return filepath.Join(h.Boxes(), box+".known_hosts") }

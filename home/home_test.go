@@ -33,7 +33,7 @@ func TestEveryPathUnderHome(t *testing.T) {
 	box := "proj-abc123"
 	for name, p := range map[string]string{
 		"GlobalConfig": h.GlobalConfig(), "LimaHome": h.LimaHome(), "Images": h.Images(), "Logs": h.Logs(),
-		"SessionsLog": h.SessionsLog(), "SandboxLog": h.SandboxLog(), "Boxes": h.Boxes(), "Golden": h.Golden(), "Libexec": h.Libexec(),
+		"SessionsLog": h.SessionsLog(), "SandboxLog": h.SandboxLog(), "SSHConfig": h.SSHConfig(), "Boxes": h.Boxes(), "Golden": h.Golden(), "Libexec": h.Libexec(),
 		"KVMProbe": h.KVMProbe(),
 	} {
 		if !strings.HasPrefix(p, "/state/") {
@@ -44,7 +44,7 @@ func TestEveryPathUnderHome(t *testing.T) {
 		"ProjectConfig": h.ProjectConfig(box), "BoxMeta": h.BoxMeta(box), "Approvals": h.Approvals(box),
 		"EgressLog": h.EgressLog(box), "BrokerLog": h.BrokerLog(box), "CloneStore": h.CloneStore(box),
 		"BoxTemplate": h.BoxTemplate(box), "BoxSessionMark": h.BoxSessionMark(box), "BrokerSecret": h.BrokerSecret(box),
-		"Run": h.Run(box), "ShadowState": h.ShadowState(box),
+		"Run": h.Run(box), "ShadowState": h.ShadowState(box), "SSHKnownHosts": h.SSHKnownHosts(box),
 	} {
 		if !strings.HasPrefix(p, "/state/") || !strings.Contains(p, box) {
 			t.Errorf("%s = %q is not under $CORRAL_HOME or does not name the box", name, p)

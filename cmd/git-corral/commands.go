@@ -69,6 +69,9 @@ func commands() []*command {
 		{name: "audit", group: groupReview, usesBox: true, summary: "show the audit log of sessions and guards", define: defineAudit},
 
 		{name: "egress", group: groupReview, usesBox: true, summary: "show what the box's broker allowed and refused", define: defineEgress},
+		{name: "ssh-config", group: groupDaily, summary: "print (or --install) an ssh_config entry per box whose connection goes through the guards", define: defineSSHConfig},
+		{name: "code", group: groupDaily, summary: "open VS Code Remote-SSH on this repository's box, through the guards", define: defineCode},
+		{name: "ssh-proxy", group: groupPlumbing, usesBox: true, summary: "check the box's guards, audit, then relay an ssh connection (ssh-config's ProxyCommand)", define: defineSSHProxy},
 		{name: "connection", group: groupPlumbing, usesBox: true, summary: "hold a box's SSH connection open for later commands (what run starts)", define: defineConnection, verbs: []string{"serve"}},
 		{name: "broker", group: groupPlumbing, usesBox: true, summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
 
