@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/git-corral/git-corral/clone"
+	"github.com/git-corral/git-corral/diff"
 	"github.com/git-corral/git-corral/internal/sandboxguest"
 	"github.com/git-corral/git-corral/policy"
 )
@@ -100,6 +101,10 @@ func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
 			t.Errorf("diff output lacks %q:\n%s", w, out.String())
 		}
 	}
+	// The control for --exit-code below: no finding, exit 0.
+	if code := a.main(context.Background(), []string{"diff", "--exit-code", want}); code != 0 {
+		t.Errorf("diff --exit-code without findings exited %d: %s", code, errOut.String())
+	}
 	// A change to a host-executed file is listed first as a finding.
 	code, err = g.Exec(context.Background(), []string{"sh", "-c", "cd \"$1\" && echo 'all:; id' > Makefile && git add Makefile && git commit -qm mk", "x", guestDir}, nil, &gout)
 	if err != nil || code != 0 {
@@ -112,10 +117,15 @@ func TestCloneAndFetchWithSandboxGuest(t *testing.T) {
 	if code := a.main(context.Background(), []string{"diff", "--json", want}); code != 0 {
 		t.Fatalf("diff --json exited %d: %s", code, errOut.String())
 	}
-	var dd cloneDiffDoc
+	var dd diff.StoreReport
 	must(json.Unmarshal(out.Bytes(), &dd))
 	if len(dd.Findings) != 1 || dd.Findings[0].Path != "Makefile" || len(dd.Files) != 2 {
 		t.Errorf("diff --json findings %+v files %+v, want Makefile flagged among 2 files", dd.Findings, dd.Files)
+	}
+	// --exit-code in a clone directory exits 1 on a finding, quietly (issue #20).
+	errOut.Reset()
+	if code := a.main(context.Background(), []string{"diff", "--exit-code", want}); code != 1 || strings.Contains(errOut.String(), "exit status") {
+		t.Errorf("diff --exit-code with a finding exited %d (stderr %q), want 1 and no message", code, errOut.String())
 	}
 }
 

@@ -9,45 +9,16 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
-	"strings"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/git-corral/git-corral/clone"
 	"github.com/git-corral/git-corral/diff"
 	"github.com/git-corral/git-corral/home"
-	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
 )
 
-// cloneDiffDoc is diff --json in a clone directory.
-type cloneDiffDoc struct {
-	Base     string            `json:"base"`
-	Ref      string            `json:"ref"`
-	Commit   string            `json:"commit"`
-	Files    []cloneDiffFile   `json:"files"`
-	Findings []cloneDiffFinder `json:"findings"`
-	Patch    string            `json:"patch"`
-}
-
-type cloneDiffFile struct {
-	Path   string `json:"path"`
-	Status string `json:"status"`
-}
-
-type cloneDiffFinder struct {
-	Path     string `json:"path"`
-	Severity string `json:"severity"`
-	Group    string `json:"group"`
-	Why      string `json:"why"`
-}
-
 // cloneDiff runs diff in a clone directory; ok is false outside one.
-func (a *app) cloneDiff(ctx context.Context, args []string, record, jsonOut bool) (ok bool, err error) {
+func (a *app) cloneDiff(ctx context.Context, args []string, record, jsonOut, exitCode bool) (ok bool, err error) {
 	dir, err := a.workDir()
 	if err != nil {
 		return false, err
@@ -69,100 +40,17 @@ func (a *app) cloneDiff(ctx context.Context, args []string, record, jsonOut bool
 	if err != nil {
 		return true, err
 	}
-	doc, err := compareStore(ctx, h.CloneStore(project.BoxName(real)), args[0], rec.Branch)
+	doc, err := diff.CompareStore(ctx, h.CloneStore(project.BoxName(real)), args[0], rec.Branch)
 	if err != nil {
 		return true, withHint(err, "'git corral fetch' brings the box's branches back as refs/corral/BOX/BRANCH")
 	}
 	if jsonOut {
-		return true, a.printJSON(doc)
-	}
-	return true, writeCloneDiff(a, doc)
-}
-
-// compareStore diffs REF against its merge base with the delivered branch in the store.
-func compareStore(ctx context.Context, store, ref, branch string) (*cloneDiffDoc, error) {
-	r, err := git.PlainOpen(store)
-	if err != nil {
-		return nil, fmt.Errorf("open clone store %s: %w", store, err)
-	}
-	head, err := resolveCommit(r, ref)
-	if err != nil {
-		return nil, err
-	}
-	baseName := "HEAD"
-	if clone.BranchNameProblem(branch) == "" {
-		if _, err := r.Reference(plumbing.NewBranchReferenceName(branch), false); err == nil {
-			baseName = "refs/heads/" + branch
-		}
-	}
-	base, err := resolveCommit(r, baseName)
-	if err != nil {
-		return nil, err
-	}
-	if mb, err := base.MergeBase(head); err == nil && len(mb) > 0 {
-		base = mb[0]
-	}
-	bt, err := base.Tree()
-	if err != nil {
-		return nil, err
-	}
-	ht, err := head.Tree()
-	if err != nil {
-		return nil, err
-	}
-	changes, err := object.DiffTreeWithOptions(ctx, bt, ht, object.DefaultDiffTreeOptions)
-	if err != nil {
-		return nil, fmt.Errorf("diff %s against %s: %w", ref, baseName, err)
-	}
-	patch, err := changes.PatchContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	doc := &cloneDiffDoc{Base: base.Hash.String(), Ref: ref, Commit: head.Hash.String(), Patch: visible.Lines(patch.String())}
-	for _, c := range changes {
-		p, status := c.To.Name, "modified"
-		switch {
-		case c.From.Name == "":
-			status = "added"
-		case c.To.Name == "":
-			p, status = c.From.Name, "deleted"
-		}
-		doc.Files = append(doc.Files, cloneDiffFile{Path: visible.String(p), Status: status})
-		if rule := diff.Match(p); rule != nil {
-			doc.Findings = append(doc.Findings, cloneDiffFinder{Path: visible.String(p), Severity: string(rule.Severity), Group: rule.Group, Why: rule.Why})
-		}
-	}
-	return doc, nil
-}
-
-// resolveCommit resolves a revision in the store to a commit.
-func resolveCommit(r *git.Repository, rev string) (*object.Commit, error) {
-	if strings.HasPrefix(rev, "-") || visible.Has(rev) {
-		return nil, fmt.Errorf("revision %q starts with '-' or has a control character", rev)
-	}
-	h, err := r.ResolveRevision(plumbing.Revision(rev))
-	if err != nil {
-		return nil, fmt.Errorf("resolve %q in the clone store: %w", rev, err)
-	}
-	return r.CommitObject(*h)
-}
-
-// writeCloneDiff prints the review: host-executed paths first, then files and the patch.
-func writeCloneDiff(a *app, d *cloneDiffDoc) error {
-	w := a.stdout
-	fmt.Fprintf(w, "compared %s (commit %.12s) with the delivered branch (commit %.12s)\n", visible.String(d.Ref), d.Commit, d.Base)
-	if len(d.Findings) == 0 {
-		fmt.Fprintf(w, "\nno changes to host-executed files\n")
+		err = a.printJSON(doc)
 	} else {
-		fmt.Fprintf(w, "\nHOST-EXECUTED CHANGES: %d finding(s)\n", len(d.Findings))
-		for _, f := range d.Findings {
-			fmt.Fprintf(w, "  %s [%s] %s: %s\n", strings.ToUpper(f.Severity), f.Group, f.Path, f.Why)
-		}
+		err = diff.WriteStoreText(a.stdout, doc)
 	}
-	fmt.Fprintf(w, "\n%d file(s) changed\n", len(d.Files))
-	for _, f := range d.Files {
-		fmt.Fprintf(w, "  %-8s %s\n", f.Status, f.Path)
+	if err == nil && exitCode && len(doc.Findings) > 0 {
+		return true, quietExit(exitFailure)
 	}
-	_, err := fmt.Fprintf(w, "\n%s", d.Patch)
-	return err
+	return true, err
 }

@@ -32,7 +32,7 @@ func defineDiff(fs *pflag.FlagSet) runFunc {
 		if *record && len(args) > 0 {
 			return usageErrorf("diff", "--record takes no BASE")
 		}
-		if ok, err := a.cloneDiff(ctx, args, *record, *jsonOut); ok { // clonediff.go
+		if ok, err := a.cloneDiff(ctx, args, *record, *jsonOut, *exitCode); ok { // clonediff.go
 			return err
 		}
 		p, err := a.project(ctx)
