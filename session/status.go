@@ -62,6 +62,8 @@ type StatusReport struct {
 	Denials []Denial `json:"denials"`
 	// Problems are what kept a fact from being read (Lima's own errors, a bad metadata file).
 	Problems []string `json:"problems"`
+	// Hint is the next command when the box does not exist or does not run.
+	Hint string `json:"hint,omitempty"`
 }
 
 // BrokerState is the box's egress broker as its metadata records it.
@@ -130,6 +132,12 @@ func Status(ctx context.Context, h home.Home, m *vm.Manager, box, dir string) (S
 		return r, err
 	}
 	r.Denials = denials
+	switch {
+	case !r.Exists:
+		r.Hint = "'git corral start' creates the box and boots it"
+	case !r.Running:
+		r.Hint = "'git corral start' boots the box"
+	}
 	return r, nil
 }
 
