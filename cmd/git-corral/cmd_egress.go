@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -88,7 +84,7 @@ func defineEgress(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		entries, bad, err := readEgressLog(h.EgressLog(box))
+		entries, bad, err := broker.ReadLog(h.EgressLog(box))
 		if err != nil {
 			return err
 		}
@@ -112,38 +108,6 @@ func defineEgress(fs *pflag.FlagSet) runFunc {
 		a.printEgressSummary(doc)
 		return nil
 	}
-}
-
-// readEgressLog reads the rotated log and the current one, oldest first. Lines that are not one
-// JSON entry are counted, not fatal: the log is evidence, and a reader must not be stopped by it.
-func readEgressLog(path string) ([]broker.Entry, int, error) {
-	var out []broker.Entry
-	bad := 0
-	for _, p := range []string{path + ".1", path} {
-		f, err := os.Open(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("read egress log: %w", err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var e broker.Entry
-			if json.Unmarshal(sc.Bytes(), &e) != nil || e.Decision == "" {
-				bad++
-				continue
-			}
-			out = append(out, e)
-		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, 0, fmt.Errorf("read egress log %s: %w", p, err)
-		}
-	}
-	return out, bad, nil
 }
 
 // summarize counts attempts per destination and decision, denials first, then by count.

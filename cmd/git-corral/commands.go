@@ -65,6 +65,7 @@ func commands() []*command {
 		{name: "snapshot", group: groupMaintenance, usesBox: true, summary: "create, list, restore or delete snapshots of the stopped box", define: defineSnapshot, verbs: snapshotVerbs},
 		{name: "undo", group: groupMaintenance, usesBox: true, summary: "restore the stopped box to its newest snapshot", define: defineUndo},
 		{name: "gc", group: groupMaintenance, summary: "stop boxes idle longer than idle_stop", define: defineGC},
+		{name: "status", group: groupDaily, usesBox: true, summary: "show whether this repository's box exists and runs, its broker, guards, sessions and denials", define: defineStatus},
 		{name: "info", group: groupDaily, summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "audit", group: groupReview, usesBox: true, summary: "show the audit log of sessions and guards", define: defineAudit},
 
