@@ -143,6 +143,21 @@ true`, canary)
 			t.Errorf("session without the daemon: exit %d, stdout %q, stderr %q; want exit 3 and the output once", r.code, r.stdout, r.stderr)
 		}
 	})
+	t.Run("git corral status --json reports the box running with its network mode", func(t *testing.T) {
+		r := corral(t, dir, nil, "status", "--json")
+		var st struct {
+			Box     string `json:"box"`
+			Exists  bool   `json:"exists"`
+			Running bool   `json:"running"`
+			Network string `json:"network"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+			t.Fatalf("status --json: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if st.Box != box || !st.Exists || !st.Running || st.Network != "full" {
+			t.Errorf("status --json = %+v, want box %s existing and running in full mode", st, box)
+		}
+	})
 	sshConfig := filepath.Join(filepath.Dir(dir), "guards-ssh_config")
 	sshVia := func(t *testing.T, args ...string) result {
 		t.Helper()
