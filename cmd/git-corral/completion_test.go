@@ -214,3 +214,28 @@ func (tm *tmuxServer) waitFor(session, want string, limit time.Duration) bool {
 	}
 	return false
 }
+
+// TestCompletionValueKinds keeps valueKinds in step with the command table: every flag it names
+// (but the global -C) is a value flag of some command, so a renamed flag cannot silently lose its
+// completion, and every such flag gets its kind in the model rather than being free text.
+func TestCompletionValueKinds(t *testing.T) {
+	got := map[string]string{}
+	for _, c := range compModel() {
+		for _, f := range c.flags {
+			if f.value != valueNone {
+				got[f.name] = f.value
+			}
+		}
+	}
+	for name, kind := range valueKinds {
+		if name == "C" {
+			continue
+		}
+		if got[name] != kind {
+			t.Errorf("valueKinds names --%s as %q, but the command table gives it %q (a renamed or boolean flag?)", name, kind, got[name])
+		}
+	}
+	if got["help"] != "" || got["json"] != "" {
+		t.Errorf("a boolean flag was modelled as taking a value: help %q, json %q", got["help"], got["json"])
+	}
+}
