@@ -32,13 +32,15 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
-		$(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/git-corral
 	install -m 755 bin/git-corral-sandbox $(DESTDIR)$(PREFIX)/bin/git-corral-sandbox
 	install -m 644 docs/man/git-corral.1 $(DESTDIR)$(PREFIX)/share/man/man1/git-corral.1
 	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/git-corral
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_git-corral
-	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d/git-corral.fish
+	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/git-corral.fish
+	# fish 3.6's git.fish never asks a git-* command's completions; this one line does (see --help).
+	$(BIN) completion fish --git-hook > $(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d/git-corral.fish
 
 # test runs the unit and integration tests, then the end-to-end suite, and ends with one summary
 # line per suite (its test count and wall time) and the plain closing line CI reads.
