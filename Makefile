@@ -29,12 +29,14 @@ build:
 	$(GO) build -o bin/git-corral-sandbox ./cmd/git-corral-sandbox
 
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/git-corral $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/git-corral
-	install -m 755 bin/git-corral-sandbox $(DESTDIR)$(PREFIX)/bin/git-corral-sandbox
+	# The light tier's helper stays off PATH: there, git would offer "git corral-sandbox".
+	install -m 755 bin/git-corral-sandbox $(DESTDIR)$(PREFIX)/lib/git-corral/git-corral-sandbox
+	rm -f $(DESTDIR)$(PREFIX)/bin/git-corral-sandbox
 	install -m 644 docs/man/git-corral.1 $(DESTDIR)$(PREFIX)/share/man/man1/git-corral.1
 	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/git-corral
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_git-corral

@@ -50,16 +50,20 @@ type Options struct {
 	Dial     broker.DialFunc
 }
 
-// HelperName is the small binary that runs the inside steps, installed beside git-corral.
+// HelperName is the small binary that runs the inside steps. make install puts it in
+// PREFIX/lib/git-corral, off PATH (on PATH, git would offer it as a "git corral-sandbox"
+// subcommand); a build tree has it beside git-corral in bin/.
 const HelperName = "git-corral-sandbox"
 
-// InsideBinary returns the binary to run the inside steps: HelperName beside self when it is
-// there (a start of it costs a fraction of git corral's), else self, which has the same
-// 'sandbox --stage NAME' entry.
+// InsideBinary returns the binary to run the inside steps: HelperName in ../lib/git-corral
+// or beside self when it is there (a start of it costs a fraction of git corral's), else self,
+// which has the same 'sandbox --stage NAME' entry.
 func InsideBinary(self string) string {
-	helper := filepath.Join(filepath.Dir(self), HelperName)
-	if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return helper
+	dir := filepath.Dir(self)
+	for _, helper := range []string{filepath.Join(dir, "..", "lib", "git-corral", HelperName), filepath.Join(dir, HelperName)} {
+		if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return helper
+		}
 	}
 	return self
 }
