@@ -39,6 +39,9 @@ const (
 		ll.AccessFSRemoveFile|ll.AccessFSMakeDir|ll.AccessFSMakeReg|ll.AccessFSMakeSock|
 		ll.AccessFSMakeFifo|ll.AccessFSMakeSym|ll.AccessFSRefer|ll.AccessFSTruncate)
 	accDev = landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSWriteFile)
+	// accFile are the rights Landlock accepts on a rule for a file (not a directory).
+	accFile = landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSExecute |
+		ll.AccessFSTruncate | ll.AccessFSIoctlDev)
 )
 
 // programDirs are never readable as files unless exec.allow lists what is in them.
@@ -151,12 +154,8 @@ func restrict(spec Spec) error {
 		landlock.PathAccess(accDev, "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
 		landlock.PathAccess(accWrite, "/tmp"),
 	}
-	if len(spec.Read) > 0 {
-		rules = append(rules, landlock.PathAccess(accRead, spec.Read...))
-	}
-	if len(spec.Write) > 0 {
-		rules = append(rules, landlock.PathAccess(accWrite, spec.Write...))
-	}
+	rules = append(rules, grantRules(accRead, spec.Read)...)
+	rules = append(rules, grantRules(accWrite, spec.Write)...)
 	rules = append(rules, execRules(spec.Exec)...)
 	if spec.RelayPort != 0 {
 		rules = append(rules, landlock.ConnectTCP(spec.RelayPort))
@@ -165,6 +164,28 @@ func restrict(spec Spec) error {
 		return fmt.Errorf("enter the landlock domain: %w", err)
 	}
 	return nil
+}
+
+// grantRules grants acc on each path; a path that is not a directory gets only the rights of acc
+// that apply to files, because Landlock refuses a directory right on a file's rule (fs.read and
+// fs.write take files as well as directories).
+func grantRules(acc landlock.AccessFSSet, paths []string) []landlock.Rule {
+	var dirs, files []string
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			files = append(files, p)
+		} else {
+			dirs = append(dirs, p)
+		}
+	}
+	var rules []landlock.Rule
+	if len(dirs) > 0 {
+		rules = append(rules, landlock.PathAccess(acc, dirs...))
+	}
+	if len(files) > 0 {
+		rules = append(rules, landlock.PathAccess(acc&accFile, files...))
+	}
+	return rules
 }
 
 // systemReadDirs are the system directories readable as files: /etc, /proc, and every child of
