@@ -161,3 +161,13 @@ func listText(l []string) string {
 	}
 	return "it grants " + strings.Join(l, ", ")
 }
+
+// SandboxFile returns the repository file whose [sandbox] table sets something, or "".
+func (e *Effective) SandboxFile() string {
+	for _, k := range sandboxKeys {
+		if o, ok := e.Origins[k.Name]; ok && o.Layer == LayerRepository {
+			return o.File
+		}
+	}
+	return ""
+}

@@ -110,7 +110,7 @@ func newRecord(o Options) Record {
 	m := o.Manifest
 	rec := Record{
 		Time: time.Now().UTC(), Event: EventRun, Argv: o.Argv, Cwd: o.Cwd,
-		Manifest: m.Source, ManifestDigest: m.Digest, PID: os.Getpid(),
+		Manifest: m.Source, ManifestDigest: m.Digest, NarrowedBy: m.NarrowedBy, PID: os.Getpid(),
 		Granted: Grants{Read: m.Read, Write: m.Write, Exec: m.Exec, Network: m.Network, Env: m.Env, Limits: m.Limits},
 	}
 	for _, n := range m.Env {

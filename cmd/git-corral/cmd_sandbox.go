@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/sandbox"
 	"github.com/git-corral/git-corral/vm"
 )
@@ -28,6 +30,9 @@ func defineSandbox(fs *pflag.FlagSet) runFunc {
 		}
 		o, err := a.sandboxOptions(*manifest, args)
 		if err != nil {
+			return err
+		}
+		if o.Manifest, err = a.narrowSandbox(ctx, o.Manifest, o.Home); err != nil {
 			return err
 		}
 		o.NoLandlock = *noLandlock
@@ -72,6 +77,27 @@ func (a *app) sandboxOptions(manifest string, args []string) (sandbox.Options, e
 		}
 	}
 	return o, nil
+}
+
+// narrowSandbox narrows m by this repository's .corral.toml [sandbox] table, loaded as every
+// command loads the configuration; outside a repository m is used as it is.
+func (a *app) narrowSandbox(ctx context.Context, m *sandbox.Manifest, homeDir string) (*sandbox.Manifest, error) {
+	opts, err := a.loadOptions(ctx, "")
+	if errors.Is(err, project.ErrNotRepository) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	eff, err := policy.Load(ctx, opts)
+	if err != nil {
+		return nil, withHint(err, "nothing ran; fix the configuration ('git corral config check' lists every problem)")
+	}
+	n, err := sandbox.Narrow(m, eff, homeDir)
+	if err != nil {
+		return nil, withHint(err, "nothing ran; the repository's [sandbox] may only narrow the manifest: widen the manifest (--manifest FILE) or narrow the table")
+	}
+	return n, nil
 }
 
 // statusOf passes a sandboxed command's status through, silently.

@@ -25,6 +25,7 @@ type sandboxRunJSON struct {
 	Cwd            string           `json:"cwd,omitempty"`
 	Manifest       string           `json:"manifest,omitempty"`
 	ManifestDigest string           `json:"manifestDigest,omitempty"`
+	NarrowedBy     string           `json:"narrowedBy,omitempty"`
 	Granted        sandboxGrantJSON `json:"granted"`
 	EnvUnset       []string         `json:"envUnset"`
 	Layers         []string         `json:"layers"`
@@ -58,7 +59,7 @@ func sandboxRunView(r sandbox.Record) sandboxRunJSON {
 	g := r.Granted
 	return sandboxRunJSON{
 		Time: r.Time, Event: r.Event, Argv: orEmpty(r.Argv), Cwd: r.Cwd, Manifest: r.Manifest,
-		ManifestDigest: r.ManifestDigest,
+		ManifestDigest: r.ManifestDigest, NarrowedBy: r.NarrowedBy,
 		Granted: sandboxGrantJSON{Read: orEmpty(g.Read), Write: orEmpty(g.Write), Exec: orEmpty(g.Exec),
 			Network: orEmpty(g.Network), Env: orEmpty(g.Env), Limits: g.Limits},
 		EnvUnset: orEmpty(r.EnvUnset), Layers: orEmpty(r.Layers), Weaker: r.Weaker,
@@ -87,6 +88,9 @@ func formatSandboxRun(r sandbox.Record) string {
 	}
 	if r.Manifest != "" || r.ManifestDigest != "" {
 		parts = append(parts, "manifest="+strings.TrimPrefix(r.Manifest+"@"+r.ManifestDigest, "@"))
+	}
+	if r.NarrowedBy != "" {
+		parts = append(parts, "narrowedBy="+r.NarrowedBy)
 	}
 	g := r.Granted
 	for _, kv := range []struct {
