@@ -55,24 +55,43 @@ func execStep() int {
 		return fail("read the spec: %v", err)
 	}
 	f.Close()
-	if spec.Cgroup {
-		if err := joinCgroup(execCgroupFD); err != nil {
-			return fail("%v", err)
+	env := os.Environ()
+	if spec.Direct {
+		// Started by bubblewrap itself: no init step set the environment or reads the report.
+		unix.CloseOnExec(reportFD)
+		env = spec.Env
+	}
+	err := prepareExec(spec)
+	if spec.Direct {
+		rep := Report{Started: true}
+		if err != nil {
+			rep = Report{Status: setupFailed, Error: err.Error()}
 		}
+		json.NewEncoder(os.NewFile(reportFD, "report")).Encode(rep)
 	}
-	if err := setRlimits(spec.Limits); err != nil {
+	if err != nil {
 		return fail("%v", err)
 	}
-	if err := restrict(spec); err != nil {
-		return fail("%v", err)
-	}
-	err := syscall.Exec(spec.Argv[0], spec.Argv, os.Environ())
+	err = syscall.Exec(spec.Argv[0], spec.Argv, env)
 	code := 126
 	if os.IsNotExist(err) {
 		code = 127
 	}
 	fmt.Fprintf(os.Stderr, "corral: sandbox: exec %s: %v (a program, and a script's interpreter, must be in exec.allow)\n", spec.Argv[0], err)
 	return code
+}
+
+// prepareExec joins the pids cgroup, sets the rlimits and enters the Landlock domain.
+func prepareExec(spec Spec) error {
+	if spec.Cgroup {
+		if err := joinCgroup(execCgroupFD); err != nil {
+			return err
+		}
+	}
+	if err := setRlimits(spec.Limits); err != nil {
+		return err
+	}
+	return restrict(spec)
 }
 
 // fail reports a setup failure from inside the sandbox: status 1, never the command.

@@ -285,6 +285,14 @@ func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Rec
 	if p.cgroup != nil && p.cgroup.hit() {
 		rep.PidsPeak = lim.Pids
 	}
+	if p.plan.Spec.Direct && rep.Started {
+		// No init step: the status is bubblewrap's, which passes the command's on (128+N for
+		// signal N).
+		rep = Report{Status: cmd.ProcessState.ExitCode()}
+		if rep.Status < 0 {
+			rep.Status = 128 + 9
+		}
+	}
 	return finish(cmd, rep, limit, lim, rec)
 }
 
