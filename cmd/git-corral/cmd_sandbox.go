@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -82,6 +83,9 @@ func (a *app) sandboxOptions(manifest string, args []string) (sandbox.Options, e
 // narrowSandbox narrows m by this repository's .corral.toml [sandbox] table, loaded as every
 // command loads the configuration; outside a repository m is used as it is.
 func (a *app) narrowSandbox(ctx context.Context, m *sandbox.Manifest, homeDir string) (*sandbox.Manifest, error) {
+	if dir, err := a.workDir(); err == nil && !a.mayBeCheckout(dir) {
+		return m, nil
+	}
 	opts, err := a.loadOptions(ctx, "")
 	if errors.Is(err, project.ErrNotRepository) {
 		return m, nil
@@ -98,6 +102,28 @@ func (a *app) narrowSandbox(ctx context.Context, m *sandbox.Manifest, homeDir st
 		return nil, withHint(err, "nothing ran; the repository's [sandbox] may only narrow the manifest: widen the manifest (--manifest FILE) or narrow the table")
 	}
 	return n, nil
+}
+
+// mayBeCheckout reports whether dir may lie in a checkout, so that git's own lookup (two git
+// processes, a third of the light tier's start-up) runs only then: git finds a work tree only
+// through a .git in dir or above it, or through its location variables; and with no
+// .corral.toml there either, there is no [sandbox] table that could narrow the run.
+func (a *app) mayBeCheckout(dir string) bool {
+	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR"} {
+		if a.getenv(v) != "" {
+			return true
+		}
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		for _, name := range []string{".git", policy.RepoFile} {
+			if _, err := os.Lstat(filepath.Join(d, name)); err == nil {
+				return true
+			}
+		}
+		if d == filepath.Dir(d) {
+			return false
+		}
+	}
 }
 
 // statusOf passes a sandboxed command's status through, silently.
