@@ -18,7 +18,9 @@
 // (InsideBinary), or in git corral itself ('git corral sandbox --stage NAME').
 //
 // It does not own the broker (package broker decides every destination and writes its own log
-// lines), the log file's locking (package audit) or the command line (cmd/git-corral).
+// lines), the log file's locking (package audit), the repository's [sandbox] table (package
+// policy classifies it and narrows a manifest by it; cmd/git-corral applies that, so that the
+// inside helper does not import policy) or the command line (cmd/git-corral).
 //
 // Rules:
 //   - Deny by default: nothing of $HOME, the project or $CORRAL_HOME is visible unless the

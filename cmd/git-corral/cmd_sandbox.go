@@ -97,11 +97,40 @@ func (a *app) narrowSandbox(ctx context.Context, m *sandbox.Manifest, homeDir st
 	if err != nil {
 		return nil, withHint(err, "nothing ran; fix the configuration ('git corral config check' lists every problem)")
 	}
-	n, err := sandbox.Narrow(m, eff, homeDir)
+	n, err := narrowManifest(m, eff, homeDir)
 	if err != nil {
 		return nil, withHint(err, "nothing ran; the repository's [sandbox] may only narrow the manifest: widen the manifest (--manifest FILE) or narrow the table")
 	}
 	return n, nil
+}
+
+// narrowManifest returns m narrowed by the repository's [sandbox] table in eff (policy decides:
+// Effective.NarrowSandbox); m itself when the table sets nothing. It lives here rather than in
+// package sandbox so that the small inside helper (cmd/git-corral-sandbox), which imports
+// sandbox, does not pay for policy's package initialisers at every sandboxed start.
+func narrowManifest(m *sandbox.Manifest, eff *policy.Effective, home string) (*sandbox.Manifest, error) {
+	if m == nil {
+		m = &sandbox.Manifest{}
+	}
+	file := eff.SandboxFile()
+	if file == "" {
+		return m, nil
+	}
+	l := m.Limits
+	if l.Scratch == 0 {
+		l.Scratch = sandbox.DefaultScratch
+	}
+	g, err := eff.NarrowSandbox(policy.SandboxGrant{Read: m.Read, Write: m.Write, Exec: m.Exec, Network: m.Network, Env: m.Env,
+		Timeout: l.Timeout, CPU: l.CPU, Memory: l.Memory, Output: l.Output, Scratch: l.Scratch, Pids: l.Pids}, home)
+	if err != nil {
+		return nil, fmt.Errorf("narrow the sandbox manifest by %s: %w", file, err)
+	}
+	if m.Limits.Scratch == 0 && g.Scratch == sandbox.DefaultScratch {
+		g.Scratch = 0 // still the default: a run that needs no init step keeps going without it
+	}
+	return &sandbox.Manifest{Source: m.Source, Digest: m.Digest, NarrowedBy: file,
+		Read: g.Read, Write: g.Write, Exec: g.Exec, Network: g.Network, Env: g.Env,
+		Limits: sandbox.Limits{Timeout: g.Timeout, CPU: g.CPU, Memory: g.Memory, Output: g.Output, Scratch: g.Scratch, Pids: g.Pids}}, nil
 }
 
 // mayBeCheckout reports whether dir may lie in a checkout, so that git's own lookup (two git
