@@ -52,6 +52,12 @@ const maxPerGroup = 50
 
 func writeFindings(bw *errWriter, fs []Finding, o TextOptions) {
 	group, sev, n := "", Severity(""), 0
+	hinted := map[string]bool{}
+	defer func() {
+		if len(hinted) > 0 {
+			bw.printf("\n(%s)\n", SandboxManifestNote)
+		}
+	}()
 	for i, f := range fs {
 		if f.Severity != sev || f.Group != group {
 			sev, group, n = f.Severity, f.Group, 0
@@ -71,6 +77,10 @@ func writeFindings(bw *errWriter, fs []Finding, o TextOptions) {
 		}
 		bw.printf("  %-11s %s\n", f.Status, visible.String(f.Path))
 		bw.printf("      %s\n", visible.String(f.Reason))
+		if h := SandboxHint(f); h != "" && !hinted[f.Path] {
+			hinted[f.Path] = true
+			bw.printf("      try it fenced first: %s\n", visible.String(h))
+		}
 		for _, l := range f.Detail {
 			bw.printf("      | %s\n", detailLine(l))
 		}

@@ -42,16 +42,24 @@ func classify(doc *document, li layerInfo, vs *Violations) []setting {
 		if reported[top] {
 			continue
 		}
-		spec := lookupKey(top)
 		bad := func(class, problem, why, belongs string) {
 			vs.add(Violation{File: li.file, Line: e.line, Key: e.raw, Class: class, Problem: problem, Why: why, Belongs: belongs})
 		}
+		if top == sandboxTable {
+			if s, ok := classifySandboxEntry(e, li, bad); !ok {
+				reported[top] = li.layer != LayerRepository
+			} else if s != nil {
+				out = append(out, *s)
+			}
+			continue
+		}
+		spec := lookupKey(top)
 		switch {
 		case spec == nil:
 			reported[top] = true
 			if known := foldMatch(top); known != "" {
 				why, belongs := "keys are matched exactly, so a look-alike is refused rather than guessed", ""
-				if k := lookupKey(known); li.layer == LayerRepository && k.Class == TrustedOnly {
+				if k := lookupKey(known); k != nil && li.layer == LayerRepository && k.Class == TrustedOnly {
 					why, belongs = why+"; "+known+" is trusted-only: "+k.Why, li.belongs
 				}
 				bad("unknown", fmt.Sprintf("differs from the key %q only by case or Unicode folding", known), why, belongs)
@@ -77,8 +85,12 @@ func classify(doc *document, li layerInfo, vs *Violations) []setting {
 	return out
 }
 
-// foldMatch returns the known key that name equals under case and Unicode simple folding.
+// foldMatch returns the known key (or the [sandbox] table) that name equals under case and
+// Unicode simple folding.
 func foldMatch(name string) string {
+	if strings.EqualFold(name, sandboxTable) {
+		return sandboxTable
+	}
 	for _, k := range keys {
 		if strings.EqualFold(name, k.Name) {
 			return k.Name

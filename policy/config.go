@@ -56,6 +56,9 @@ type Config struct {
 	NoEnvPassthrough bool
 	// Hide is `hide`: repository-relative paths hidden from the box.
 	Hide []string
+	// Sandbox is the repository's `[sandbox]` table, which narrows the manifest of
+	// `git corral sandbox` (sandbox.go; NarrowSandbox).
+	Sandbox Sandbox
 
 	// Fields below were added with the loader (issue 3); each names its TOML key.
 

@@ -9,6 +9,7 @@ package policy
 //     means for it.
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -24,6 +25,10 @@ const (
 	ProjectMayTighten
 	// TrustedOnly keys touch host resources or credentials; the repository may not name them.
 	TrustedOnly
+	// ProjectMayNarrow keys (the [sandbox] table) exist only in the repository's file, which
+	// may only narrow what the user's sandbox manifest grants (sandbox.go); no trusted file
+	// holds them.
+	ProjectMayNarrow
 )
 
 // String returns the class's name as documentation and errors spell it.
@@ -35,6 +40,8 @@ func (c Class) String() string {
 		return "project-may-tighten"
 	case TrustedOnly:
 		return "trusted-only"
+	case ProjectMayNarrow:
+		return "project-may-narrow"
 	}
 	return "unclassified"
 }
@@ -84,8 +91,9 @@ type KeySpec struct {
 	field func(c *Config) any
 }
 
-// keys is the table. Keep it sorted by class, then name, so the generated table reads well.
-var keys = []KeySpec{
+// keys is the table. Keep it sorted by class, then name, so the generated table reads well; the
+// [sandbox] table's keys are in sandbox.go.
+var keys = slices.Concat([]KeySpec{
 	{Name: "box_dirs", Class: ProjectOK, Kind: KindStrings, Example: `["node_modules"]`,
 		Doc:   "Repository-relative directories kept on the box's own disk instead of the host mount. Never `.git`, never escaping the repository.",
 		field: func(c *Config) any { return &c.BoxDirs }},
@@ -202,7 +210,7 @@ var keys = []KeySpec{
 	{Name: "timeout", Class: TrustedOnly, Kind: KindDuration, Example: `"0s"`,
 		Doc: "The default time limit of `run`; \"0s\" means none.",
 		Why: "changes how long host-side commands wait on the box", field: func(c *Config) any { return &c.Timeout }},
-}
+}, sandboxKeys)
 
 // Keys returns every key, sorted by class then name.
 func Keys() []KeySpec {

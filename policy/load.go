@@ -215,6 +215,10 @@ func (l *loader) apply(s setting, o Origin) {
 	case *time.Duration:
 		*p = s.value.(time.Duration)
 	case *[]string:
+		if isSandboxKey(s.spec) {
+			// Set, even to nothing: an empty [sandbox] list narrows the manifest's to nothing.
+			origins[s.spec.Name] = o
+		}
 		for _, v := range s.value.([]string) {
 			if !slices.Contains(*p, v) {
 				origins[fmt.Sprintf("%s[%d]", s.spec.Name, len(*p))] = o

@@ -57,12 +57,12 @@ func floorText(p *Profile) string {
 }
 
 // Template returns a commented configuration file of every key a file may hold: for the
-// repository (host false), the project-ok and project-may-tighten keys; for a trusted file
-// (host true), every key.
+// repository (host false), every key but the trusted-only ones; for a trusted file (host true),
+// every key but the [sandbox] table's, which only the repository holds.
 func Template(host bool) string {
 	var b strings.Builder
 	if host {
-		b.WriteString("# git corral: trusted configuration ($CORRAL_HOME/config.toml, or\n# $CORRAL_HOME/projects/<box>.toml for one repository). Every key is allowed here.\n")
+		b.WriteString("# git corral: trusted configuration ($CORRAL_HOME/config.toml, or\n# $CORRAL_HOME/projects/<box>.toml for one repository). Every key is allowed here but the\n# repository's [sandbox] table: a sandbox's trusted grants are its manifest (--manifest FILE).\n")
 	} else {
 		b.WriteString("# git corral: this repository's .corral.toml. It may shape the box and tighten it,\n# never widen what the box reaches on the host. Trusted-only keys (")
 		var names []string
@@ -76,7 +76,7 @@ func Template(host bool) string {
 	}
 	class := Class(0)
 	for _, k := range Keys() {
-		if k.Class == TrustedOnly && !host {
+		if k.Class == TrustedOnly && !host || k.Class == ProjectMayNarrow && host {
 			continue
 		}
 		if k.Class != class {

@@ -81,6 +81,8 @@ func (l *loader) repoCheck(s setting) (Violation, bool) {
 	spec, c := s.spec, l.eff.Config
 	v := Violation{Class: spec.Class.String(), Why: spec.Why}
 	switch {
+	case isSandboxKey(spec):
+		// Narrowed against the manifest when a sandbox runs (NarrowSandbox), not here.
 	case spec.Class == ProjectMayTighten && spec.Kind != KindStringMap:
 		cur := get(c, spec)
 		if spec.rank(s.value) < spec.rank(cur) {

@@ -36,6 +36,9 @@ var (
 // ("" when unknown: paths are then checked only lexically).
 func checkValue(s setting, top string) string {
 	spec := s.spec
+	if isSandboxKey(spec) {
+		return checkSandboxValue(s)
+	}
 	if len(spec.Order) > 0 {
 		if spec.rank(s.value) < 0 {
 			return fmt.Sprintf("must be one of %s, not %q", strings.Join(spec.Order, ", "), s.value)

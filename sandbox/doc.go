@@ -18,7 +18,9 @@
 // (InsideBinary), or in git corral itself ('git corral sandbox --stage NAME').
 //
 // It does not own the broker (package broker decides every destination and writes its own log
-// lines), the log file's locking (package audit) or the command line (cmd/git-corral).
+// lines), the log file's locking (package audit), the repository's [sandbox] table (package
+// policy classifies it and narrows a manifest by it; cmd/git-corral applies that, so that the
+// inside helper does not import policy) or the command line (cmd/git-corral).
 //
 // Rules:
 //   - Deny by default: nothing of $HOME, the project or $CORRAL_HOME is visible unless the
@@ -37,6 +39,13 @@
 //   - The init step stays outside the Landlock domain, as the command's parent: Landlock's
 //     ptrace and signal scoping then keep the command from reaching it, and it can report
 //     whether the scratch disk filled.
+//   - A run with no broker and no limit whose attribution needs the init step's report
+//     (limits.pids, cpu, memory, an explicit scratch) goes without the init step (Direct):
+//     bubblewrap starts the exec step itself, which saves the start of one process; the status
+//     is then bubblewrap's (128+N for signal N, without the signal's name in the log), a full
+//     default scratch /tmp is not named as the limit, and the exec step writes to the report
+//     pipe only to say it got as far as exec (or why it did not), so that bubblewrap's own
+//     failure is never taken for the command's status.
 //   - seccomp is a filter assembled by github.com/elastic/go-seccomp-bpf and loaded by
 //     bubblewrap (--seccomp FD), so it covers every step inside.
 package sandbox

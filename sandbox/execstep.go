@@ -39,6 +39,9 @@ const (
 		ll.AccessFSRemoveFile|ll.AccessFSMakeDir|ll.AccessFSMakeReg|ll.AccessFSMakeSock|
 		ll.AccessFSMakeFifo|ll.AccessFSMakeSym|ll.AccessFSRefer|ll.AccessFSTruncate)
 	accDev = landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSWriteFile)
+	// accFile are the rights Landlock accepts on a rule for a file (not a directory).
+	accFile = landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSExecute |
+		ll.AccessFSTruncate | ll.AccessFSIoctlDev)
 )
 
 // programDirs are never readable as files unless exec.allow lists what is in them.
@@ -52,24 +55,43 @@ func execStep() int {
 		return fail("read the spec: %v", err)
 	}
 	f.Close()
-	if spec.Cgroup {
-		if err := joinCgroup(execCgroupFD); err != nil {
-			return fail("%v", err)
+	env := os.Environ()
+	if spec.Direct {
+		// Started by bubblewrap itself: no init step set the environment or reads the report.
+		unix.CloseOnExec(reportFD)
+		env = spec.Env
+	}
+	err := prepareExec(spec)
+	if spec.Direct {
+		rep := Report{Started: true}
+		if err != nil {
+			rep = Report{Status: setupFailed, Error: err.Error()}
 		}
+		json.NewEncoder(os.NewFile(reportFD, "report")).Encode(rep)
 	}
-	if err := setRlimits(spec.Limits); err != nil {
+	if err != nil {
 		return fail("%v", err)
 	}
-	if err := restrict(spec); err != nil {
-		return fail("%v", err)
-	}
-	err := syscall.Exec(spec.Argv[0], spec.Argv, os.Environ())
+	err = syscall.Exec(spec.Argv[0], spec.Argv, env)
 	code := 126
 	if os.IsNotExist(err) {
 		code = 127
 	}
 	fmt.Fprintf(os.Stderr, "corral: sandbox: exec %s: %v (a program, and a script's interpreter, must be in exec.allow)\n", spec.Argv[0], err)
 	return code
+}
+
+// prepareExec joins the pids cgroup, sets the rlimits and enters the Landlock domain.
+func prepareExec(spec Spec) error {
+	if spec.Cgroup {
+		if err := joinCgroup(execCgroupFD); err != nil {
+			return err
+		}
+	}
+	if err := setRlimits(spec.Limits); err != nil {
+		return err
+	}
+	return restrict(spec)
 }
 
 // fail reports a setup failure from inside the sandbox: status 1, never the command.
@@ -151,12 +173,8 @@ func restrict(spec Spec) error {
 		landlock.PathAccess(accDev, "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
 		landlock.PathAccess(accWrite, "/tmp"),
 	}
-	if len(spec.Read) > 0 {
-		rules = append(rules, landlock.PathAccess(accRead, spec.Read...))
-	}
-	if len(spec.Write) > 0 {
-		rules = append(rules, landlock.PathAccess(accWrite, spec.Write...))
-	}
+	rules = append(rules, grantRules(accRead, spec.Read)...)
+	rules = append(rules, grantRules(accWrite, spec.Write)...)
 	rules = append(rules, execRules(spec.Exec)...)
 	if spec.RelayPort != 0 {
 		rules = append(rules, landlock.ConnectTCP(spec.RelayPort))
@@ -165,6 +183,28 @@ func restrict(spec Spec) error {
 		return fmt.Errorf("enter the landlock domain: %w", err)
 	}
 	return nil
+}
+
+// grantRules grants acc on each path; a path that is not a directory gets only the rights of acc
+// that apply to files, because Landlock refuses a directory right on a file's rule (fs.read and
+// fs.write take files as well as directories).
+func grantRules(acc landlock.AccessFSSet, paths []string) []landlock.Rule {
+	var dirs, files []string
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			files = append(files, p)
+		} else {
+			dirs = append(dirs, p)
+		}
+	}
+	var rules []landlock.Rule
+	if len(dirs) > 0 {
+		rules = append(rules, landlock.PathAccess(acc, dirs...))
+	}
+	if len(files) > 0 {
+		rules = append(rules, landlock.PathAccess(acc&accFile, files...))
+	}
+	return rules
 }
 
 // systemReadDirs are the system directories readable as files: /etc, /proc, and every child of

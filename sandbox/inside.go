@@ -39,6 +39,9 @@ type Report struct {
 	CPU time.Duration `json:"cpuNs"`
 	// Error is set when the sandbox could not be set up.
 	Error string `json:"error,omitempty"`
+	// Started is set by the exec step of a direct run (no init step) just before it execs the
+	// command, so that the host can tell bubblewrap's own failure from the command's status.
+	Started bool `json:"started,omitempty"`
 }
 
 // Stage runs one of the steps inside the sandbox ("init" or "exec") and returns the process's

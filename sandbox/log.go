@@ -35,7 +35,9 @@ type Record struct {
 	Cwd            string    `json:"cwd,omitempty"`
 	Manifest       string    `json:"manifest,omitempty"`
 	ManifestDigest string    `json:"manifestDigest,omitempty"`
-	Granted        Grants    `json:"granted"`
+	// NarrowedBy is the repository file whose [sandbox] table narrowed the manifest.
+	NarrowedBy string `json:"narrowedBy,omitempty"`
+	Granted    Grants `json:"granted"`
 	// EnvUnset are env.pass names the host did not have (so nothing was passed).
 	EnvUnset []string `json:"envUnset,omitempty"`
 	// Layers are the enforcement layers that were applied ("bwrap", "landlock-abi-7",

@@ -41,6 +41,9 @@ type Manifest struct {
 	Source string
 	// Digest is "sha256:" and the hex digest of the file's bytes ("" for none).
 	Digest string
+	// NarrowedBy is the repository's .corral.toml whose [sandbox] table narrowed this manifest
+	// (git corral sandbox does, through policy), or "".
+	NarrowedBy string
 	// Read and Write are absolute host paths, read-only and read-write.
 	Read, Write []string
 	// Network is the broker allow-list.

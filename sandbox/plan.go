@@ -105,6 +105,20 @@ type Spec struct {
 	Cgroup bool `json:"cgroup,omitempty"`
 	// NoLandlock accepts running without Landlock (logged).
 	NoLandlock bool `json:"noLandlock,omitempty"`
+	// Direct is set when bubblewrap starts the exec step itself, without the init step
+	// (Direct reports when): the command's environment then comes from Env, and the exec step
+	// reports a setup failure on the report pipe itself.
+	Direct bool `json:"direct,omitempty"`
+}
+
+// Direct reports whether a run can do without the init step, saving the start of one process:
+// it has no broker to relay and no limit whose attribution needs the init step's report
+// (limits.pids, cpu, memory, an explicit scratch). The status then comes from bubblewrap
+// (128+N for signal N, without the signal's name in the log), and orphans are reaped by
+// bubblewrap's own init.
+func Direct(m *Manifest) bool {
+	l := m.Limits
+	return len(m.Network) == 0 && l.Pids == 0 && l.CPU == 0 && l.Memory == 0 && l.Scratch == 0
 }
 
 // ErrGrant is wrapped by every refused grant.
@@ -130,7 +144,11 @@ func NewPlan(m *Manifest, h Host, argv []string) (*Plan, error) {
 	if h.BrokerDir != "" {
 		p.Spec.Broker, p.Spec.Secret = brokerDir+"/"+brokerSock, h.Secret
 	}
+	p.Spec.Direct = Direct(m)
 	p.Args = bwrapArgs(m, h, p.Spec.Limits.Scratch)
+	if p.Spec.Direct {
+		p.Args[len(p.Args)-1] = "exec"
+	}
 	return p, nil
 }
 

@@ -114,7 +114,7 @@ func newRecord(o Options) Record {
 	m := o.Manifest
 	rec := Record{
 		Time: time.Now().UTC(), Event: EventRun, Argv: o.Argv, Cwd: o.Cwd,
-		Manifest: m.Source, ManifestDigest: m.Digest, PID: os.Getpid(),
+		Manifest: m.Source, ManifestDigest: m.Digest, NarrowedBy: m.NarrowedBy, PID: os.Getpid(),
 		Granted: Grants{Read: m.Read, Write: m.Write, Exec: m.Exec, Network: m.Network, Env: m.Env, Limits: m.Limits},
 	}
 	for _, n := range m.Env {
@@ -288,6 +288,14 @@ func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Rec
 	<-repDone
 	if p.cgroup != nil && p.cgroup.hit() {
 		rep.PidsPeak = lim.Pids
+	}
+	if p.plan.Spec.Direct && rep.Started {
+		// No init step: the status is bubblewrap's, which passes the command's on (128+N for
+		// signal N).
+		rep = Report{Status: cmd.ProcessState.ExitCode()}
+		if rep.Status < 0 {
+			rep.Status = 128 + 9
+		}
 	}
 	return finish(cmd, rep, limit, lim, rec)
 }

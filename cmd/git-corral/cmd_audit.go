@@ -11,6 +11,7 @@ import (
 	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/visible"
+	"github.com/git-corral/git-corral/sandbox"
 )
 
 func defineAudit(fs *pflag.FlagSet) runFunc {
@@ -32,25 +33,35 @@ func defineAudit(fs *pflag.FlagSet) runFunc {
 		if box == "" {
 			box = a.box
 		}
-		res, err := audit.Read(h.SessionsLog(), audit.Filter{Box: box, Last: *last})
+		res, err := audit.Read(h.SessionsLog(), audit.Filter{Box: box})
 		if err != nil {
 			return err
 		}
 		if res.Bad > 0 {
 			fmt.Fprintf(a.stderr, "corral: warning: %d lines of %s are not audit records\n", res.Bad, h.SessionsLog())
 		}
+		sb := &sandbox.LogContents{}
+		if box == "" {
+			if sb, err = sandbox.ReadLog(sandbox.LogPath(h.Dir)); err != nil {
+				return err
+			}
+			if sb.Bad > 0 {
+				fmt.Fprintf(a.stderr, "corral: warning: %d lines of %s are neither sandbox runs nor broker decisions\n", sb.Bad, sandbox.LogPath(h.Dir))
+			}
+		}
+		lines := auditLines(res.Records, sb.Runs, *last)
 		if *jsonOut {
 			enc := json.NewEncoder(a.stdout)
 			enc.SetEscapeHTML(false)
-			for _, r := range res.Records {
-				if err := enc.Encode(r); err != nil {
+			for _, l := range lines {
+				if err := enc.Encode(l.asJSON); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		for _, r := range res.Records {
-			fmt.Fprintln(a.stdout, formatRecord(r))
+		for _, l := range lines {
+			fmt.Fprintln(a.stdout, l.text)
 		}
 		return nil
 	}

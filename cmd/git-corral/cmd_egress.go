@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -69,12 +70,19 @@ func defineEgress(fs *pflag.FlagSet) runFunc {
 	denials := fs.Int("denials", 0, "show the last N denials")
 	showLog := fs.Bool("log", false, "print every log entry")
 	suggest := fs.Bool("suggest", false, "turn denials into allow-list lines")
+	sandboxLog := fs.Bool("sandbox", false, "the broker decisions of git corral sandbox, not a box's")
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) > 0 {
 			return usageErrorf("egress", "egress takes no arguments")
 		}
 		if *denials < 0 {
 			return usageErrorf("egress", "--denials must be a positive count, got %d", *denials)
+		}
+		if *sandboxLog {
+			if *suggest {
+				return usageErrorf("egress", "--suggest writes a box's allow-list; a sandbox's is the manifest's network.allow")
+			}
+			return a.sandboxEgress(*showLog, *denials, *jsonOut)
 		}
 		box, err := a.boxName(ctx)
 		if err != nil {
@@ -229,13 +237,18 @@ func (a *app) printEgressSummary(doc egressDoc) {
 	if doc.BadLines > 0 {
 		fmt.Fprintf(a.stderr, "corral: warning: %d egress log lines are not valid entries\n", doc.BadLines)
 	}
-	if len(doc.Destinations) == 0 {
-		fmt.Fprintln(a.stdout, "no connection attempts logged")
+	printDestinations(a.stdout, doc.Destinations)
+}
+
+// printDestinations prints the summary table of destinations, or says there were none.
+func printDestinations(w io.Writer, dests []egressDest) {
+	if len(dests) == 0 {
+		fmt.Fprintln(w, "no connection attempts logged")
 		return
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DECISION\tCOUNT\tDESTINATION\tLAST\tREASON")
-	for _, d := range doc.Destinations {
+	for _, d := range dests {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", d.Decision, d.Count, visible.String(hostPort(d.Host, d.Port)),
 			d.Last.Local().Format(time.DateTime), visible.String(d.Reason))
 	}

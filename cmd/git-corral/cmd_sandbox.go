@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/sandbox"
 	"github.com/git-corral/git-corral/vm"
 )
@@ -28,6 +31,9 @@ func defineSandbox(fs *pflag.FlagSet) runFunc {
 		}
 		o, err := a.sandboxOptions(*manifest, args)
 		if err != nil {
+			return err
+		}
+		if o.Manifest, err = a.narrowSandbox(ctx, o.Manifest, o.Home); err != nil {
 			return err
 		}
 		o.NoLandlock = *noLandlock
@@ -72,6 +78,81 @@ func (a *app) sandboxOptions(manifest string, args []string) (sandbox.Options, e
 		}
 	}
 	return o, nil
+}
+
+// narrowSandbox narrows m by this repository's .corral.toml [sandbox] table, loaded as every
+// command loads the configuration; outside a repository m is used as it is.
+func (a *app) narrowSandbox(ctx context.Context, m *sandbox.Manifest, homeDir string) (*sandbox.Manifest, error) {
+	if dir, err := a.workDir(); err == nil && !a.mayBeCheckout(dir) {
+		return m, nil
+	}
+	opts, err := a.loadOptions(ctx, "")
+	if errors.Is(err, project.ErrNotRepository) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	eff, err := policy.Load(ctx, opts)
+	if err != nil {
+		return nil, withHint(err, "nothing ran; fix the configuration ('git corral config check' lists every problem)")
+	}
+	n, err := narrowManifest(m, eff, homeDir)
+	if err != nil {
+		return nil, withHint(err, "nothing ran; the repository's [sandbox] may only narrow the manifest: widen the manifest (--manifest FILE) or narrow the table")
+	}
+	return n, nil
+}
+
+// narrowManifest returns m narrowed by the repository's [sandbox] table in eff (policy decides:
+// Effective.NarrowSandbox); m itself when the table sets nothing. It lives here rather than in
+// package sandbox so that the small inside helper (cmd/git-corral-sandbox), which imports
+// sandbox, does not pay for policy's package initialisers at every sandboxed start.
+func narrowManifest(m *sandbox.Manifest, eff *policy.Effective, home string) (*sandbox.Manifest, error) {
+	if m == nil {
+		m = &sandbox.Manifest{}
+	}
+	file := eff.SandboxFile()
+	if file == "" {
+		return m, nil
+	}
+	l := m.Limits
+	if l.Scratch == 0 {
+		l.Scratch = sandbox.DefaultScratch
+	}
+	g, err := eff.NarrowSandbox(policy.SandboxGrant{Read: m.Read, Write: m.Write, Exec: m.Exec, Network: m.Network, Env: m.Env,
+		Timeout: l.Timeout, CPU: l.CPU, Memory: l.Memory, Output: l.Output, Scratch: l.Scratch, Pids: l.Pids}, home)
+	if err != nil {
+		return nil, fmt.Errorf("narrow the sandbox manifest by %s: %w", file, err)
+	}
+	if m.Limits.Scratch == 0 && g.Scratch == sandbox.DefaultScratch {
+		g.Scratch = 0 // still the default: a run that needs no init step keeps going without it
+	}
+	return &sandbox.Manifest{Source: m.Source, Digest: m.Digest, NarrowedBy: file,
+		Read: g.Read, Write: g.Write, Exec: g.Exec, Network: g.Network, Env: g.Env,
+		Limits: sandbox.Limits{Timeout: g.Timeout, CPU: g.CPU, Memory: g.Memory, Output: g.Output, Scratch: g.Scratch, Pids: g.Pids}}, nil
+}
+
+// mayBeCheckout reports whether dir may lie in a checkout, so that git's own lookup (two git
+// processes, a third of the light tier's start-up) runs only then: git finds a work tree only
+// through a .git in dir or above it, or through its location variables; and with no
+// .corral.toml there either, there is no [sandbox] table that could narrow the run.
+func (a *app) mayBeCheckout(dir string) bool {
+	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR"} {
+		if a.getenv(v) != "" {
+			return true
+		}
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		for _, name := range []string{".git", policy.RepoFile} {
+			if _, err := os.Lstat(filepath.Join(d, name)); err == nil {
+				return true
+			}
+		}
+		if d == filepath.Dir(d) {
+			return false
+		}
+	}
 }
 
 // statusOf passes a sandboxed command's status through, silently.

@@ -8,11 +8,19 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/git-corral/git-corral/sandbox"
 )
 
 // TestMain lets testscript run this test binary as the real git-corral: the scripts put it on
-// PATH under that name and drive it through git itself (`git corral …`).
+// PATH under that name and drive it through git itself (`git corral …`). 'git corral sandbox'
+// re-executes its own binary inside bubblewrap under another name (sandbox.InitPath), where
+// testscript would not recognise it, so the inside steps are answered here first, as the
+// installed git-corral answers them.
 func TestMain(m *testing.M) {
+	if len(os.Args) == 4 && os.Args[1] == "sandbox" && os.Args[2] == "--stage" {
+		os.Exit(sandbox.Stage(os.Args[3]))
+	}
 	testscript.Main(m, map[string]func(){
 		"git-corral": func() {
 			a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}

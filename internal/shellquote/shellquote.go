@@ -1,6 +1,6 @@
 // Package shellquote is the one way git corral writes a value into a POSIX shell command line,
 // a shell script, a systemd unit or an SSH command: one single-quoted word, in which nothing is
-// special (no expansion, no word splitting), with each single quote written as '\''.
+// special (no expansion, no word splitting), with each single quote written as '\”.
 //
 // Rules:
 //   - NUL is refused everywhere: no shell string can hold it, and sshd, execve and every line
