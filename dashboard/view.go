@@ -74,7 +74,7 @@ func (m Model) paint(lines []string) string {
 			lines[i] = m.styles.title.Render(l)
 		case strings.HasPrefix(l, "> "):
 			lines[i] = m.styles.selected.Render(l)
-		case strings.HasPrefix(l, "BOX ") || strings.HasPrefix(l, "TIME "):
+		case strings.HasPrefix(l, "  BOX ") || strings.HasPrefix(l, "TIME "):
 			lines[i] = m.styles.header.Render(l)
 		case strings.Contains(l, " deny "):
 			lines[i] = m.styles.deny.Render(l)
@@ -102,9 +102,6 @@ func (m Model) listView() []string {
 		mark := "  "
 		if i > 0 && i-1 == m.sel {
 			mark = "> "
-		}
-		if i == 0 {
-			mark = ""
 		}
 		lines = append(lines, mark+l)
 	}

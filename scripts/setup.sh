@@ -8,12 +8,13 @@ log() { printf '%s setup: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
 # Debian packages: QEMU and image tools for boxes, ssh/sftp for sessions and reverse-sshfs,
 # nftables/iproute2 for the namespace tests, shellcheck for guest scripts, squid/tinyproxy/
-# hyperfine/socat for side-by-side benchmarks, man-db/bash-completion/zsh/fish for the CLI tests.
+# hyperfine/socat for side-by-side benchmarks, man-db/bash-completion/zsh/fish for the CLI tests,
+# tmux to drive the dashboard through a real terminal.
 PACKAGES=(
   git make man-db bash-completion zsh fish util-linux curl ca-certificates
   qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client openssh-sftp-server
   nftables iproute2 iptables shellcheck socat hyperfine squid tinyproxy
-  openssh-server sudo iputils-ping python3 sshfs bubblewrap
+  openssh-server sudo iputils-ping python3 sshfs bubblewrap tmux
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

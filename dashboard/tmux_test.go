@@ -1,0 +1,152 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/vm"
+)
+
+// tuiEnv, when set, makes the test binary run the dashboard itself on its terminal: the tmux test
+// starts it that way inside a real pseudo-terminal.
+const tuiEnv = "CORRAL_DASHBOARD_TEST_TUI"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(tuiEnv) == "1" {
+		os.Exit(runTUI())
+	}
+	os.Exit(m.Run())
+}
+
+// runTUI runs the dashboard on $CORRAL_HOME with Lima's real store, as the command does.
+func runTUI() int {
+	h, err := home.Resolve(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	l := &Loader{Home: h, Inspect: (&vm.Manager{Home: h}).Inspect, ReadEgress: readLog}
+	cfg := Config{Load: l.Load, Decisions: l.Decisions, Self: "/bin/false", Color: os.Getenv("NO_COLOR") == "", Interval: 200 * time.Millisecond}
+	if err := Run(context.Background(), cfg, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// tmuxServer is a tmux server of the test's own, on its own socket.
+type tmuxServer struct {
+	t    *testing.T
+	bin  string
+	sock string
+	conf string
+	env  []string
+}
+
+func (s *tmuxServer) run(args ...string) string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, append([]string{"-S", s.sock, "-f", s.conf}, args...)...)
+	cmd.Env = s.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxServer) screen() string { return s.run("capture-pane", "-p", "-t", "dash") }
+
+// waitFor polls the screen until ok says yes, for at most 15 s.
+func (s *tmuxServer) waitFor(what string, ok func(screen string) bool) string {
+	s.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		scr := s.screen()
+		if ok(scr) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out waiting for %s; the screen:\n%s", what, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func contains(subs ...string) func(string) bool {
+	return func(s string) bool {
+		for _, sub := range subs {
+			if !strings.Contains(s, sub) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// TestDashboardInTmux drives the dashboard through a real terminal: it shows the boxes and the
+// denial already logged, then a denial appended while it runs (no restart), opens a box's egress
+// view, and quits on q with status 0.
+func TestDashboardInTmux(t *testing.T) {
+	bin, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed (scripts/setup.sh installs it): cannot drive a real terminal")
+	}
+	h := testHome(t)
+	writeMeta(t, h, vm.Meta{Box: "alpha", Project: "/src/alpha", Network: "broker"})
+	writeMeta(t, h, vm.Meta{Box: "beta", Project: "/src/beta", Network: "off"})
+	logEntry(t, h, "alpha", deny("old.example", 443, "host not in allow-list"))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s := &tmuxServer{t: t, bin: bin, sock: filepath.Join(dir, "sock"), conf: filepath.Join(dir, "tmux.conf"), env: []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TERM=xterm-256color", "NO_COLOR=1",
+		"CORRAL_HOME=" + h.Dir, "LIMA_HOME=" + os.Getenv("LIMA_HOME"), tuiEnv + "=1",
+	}}
+	if err := os.WriteFile(s.conf, []byte("set -g remain-on-exit on\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.run("new-session", "-d", "-s", "dash", "-x", "110", "-y", "24", self)
+	t.Cleanup(func() { exec.Command(bin, "-S", s.sock, "kill-server").Run() })
+
+	scr := s.waitFor("the boxes", contains("alpha", "beta", "old.example:443", "broker"))
+	if strings.Contains(scr, "just-now.example") {
+		t.Fatalf("the denial is on screen before it is logged:\n%s", scr)
+	}
+	logEntry(t, h, "alpha", deny("just-now.example", 8443, "host not in allow-list"))
+	scr = s.waitFor("the denial logged while it runs", contains("just-now.example:8443"))
+	if out := os.Getenv("DASHBOARD_CAPTURE"); out != "" {
+		if err := os.WriteFile(out, []byte(scr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.run("send-keys", "-t", "dash", "e")
+	s.waitFor("the egress view", contains("egress of box alpha", "just-now.example:8443", "old.example:443"))
+	s.run("send-keys", "-t", "dash", "Escape")
+	s.waitFor("the list again", contains("recent denials"))
+	if st := s.run("display-message", "-p", "-t", "dash", "#{pane_dead}"); strings.TrimSpace(st) != "0" {
+		t.Fatalf("the dashboard ended before q: pane_dead %q", st)
+	}
+	s.run("send-keys", "-t", "dash", "q")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := strings.TrimSpace(s.run("display-message", "-p", "-t", "dash", "#{pane_dead} #{pane_dead_status}"))
+		if st == "1 0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after q: pane_dead and status %q, want \"1 0\"; the screen:\n%s", st, s.screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
