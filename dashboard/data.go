@@ -33,6 +33,8 @@ type Loader struct {
 	ReadEgress func(path string) ([]broker.Entry, int, error)
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+
+	cache egressCache
 }
 
 // Box is one row of the dashboard.
@@ -145,7 +147,7 @@ func (l *Loader) box(name string, now time.Time) (Box, []broker.Entry) {
 	}
 	var denials []broker.Entry
 	if l.ReadEgress != nil {
-		entries, _, err := l.ReadEgress(l.Home.EgressLog(name))
+		entries, err := l.cache.read(l.Home.EgressLog(name), l.ReadEgress)
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
@@ -209,7 +211,7 @@ func (l *Loader) Decisions(box string, n int) ([]broker.Entry, error) {
 	if l.ReadEgress == nil {
 		return nil, nil
 	}
-	entries, _, err := l.ReadEgress(l.Home.EgressLog(box))
+	entries, err := l.cache.read(l.Home.EgressLog(box), l.ReadEgress)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -110,5 +111,39 @@ func TestLoadNamesUnreadableMetadata(t *testing.T) {
 	}
 	if snap.Boxes[0].Name != "bad" || snap.Boxes[0].Problem == "" || snap.Boxes[1].Problem != "" {
 		t.Fatalf("boxes = %+v, want bad with its problem and good without", snap.Boxes)
+	}
+}
+
+// TestEgressLogReadAgainOnlyWhenItChanged: polls of an unchanged log do not read it again; an
+// appended line (the control) and a rotation do.
+func TestEgressLogReadAgainOnlyWhenItChanged(t *testing.T) {
+	h := testHome(t)
+	writeMeta(t, h, vm.Meta{Box: "alpha"})
+	logEntry(t, h, "alpha", deny("one.example", 443, "host not in allow-list"))
+	reads := 0
+	l := &Loader{Home: h, ReadEgress: func(p string) ([]broker.Entry, int, error) { reads++; return readLog(p) }}
+	load := func() Snapshot {
+		t.Helper()
+		s, err := l.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	load()
+	load()
+	if reads != 1 {
+		t.Fatalf("two polls of an unchanged log read it %d times, want 1", reads)
+	}
+	logEntry(t, h, "alpha", deny("two.example", 443, "host not in allow-list"))
+	if s := load(); reads != 2 || s.Boxes[0].Denials != 2 {
+		t.Fatalf("after an append: %d reads, %d denials; want 2 and 2", reads, s.Boxes[0].Denials)
+	}
+	if err := os.Rename(h.EgressLog("alpha"), h.EgressLog("alpha")+".1"); err != nil {
+		t.Fatal(err)
+	}
+	logEntry(t, h, "alpha", deny("three.example", 443, "host not in allow-list"))
+	if s := load(); reads != 3 || s.Boxes[0].Denials != 3 || s.Boxes[0].LastDenial.Host != "three.example" {
+		t.Fatalf("after a rotation: %d reads, %+v; want 3 reads and 3 denials", reads, s.Boxes[0])
 	}
 }

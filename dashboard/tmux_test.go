@@ -20,7 +20,11 @@ const tuiEnv = "CORRAL_DASHBOARD_TEST_TUI"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(tuiEnv) == "1" {
-		os.Exit(runTUI())
+		code := runTUI()
+		// tmux does not always collect a pane's exit status (pane_dead_status stays empty), so
+		// the dashboard's status is also written where the test reads it.
+		os.WriteFile(os.Getenv(tuiEnv+"_STATUS"), []byte(fmt.Sprint(code)), 0o600)
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -113,6 +117,7 @@ func TestDashboardInTmux(t *testing.T) {
 	s := &tmuxServer{t: t, bin: bin, sock: filepath.Join(dir, "sock"), conf: filepath.Join(dir, "tmux.conf"), env: []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TERM=xterm-256color", "NO_COLOR=1",
 		"CORRAL_HOME=" + h.Dir, "LIMA_HOME=" + os.Getenv("LIMA_HOME"), tuiEnv + "=1",
+		tuiEnv + "_STATUS=" + filepath.Join(dir, "status"),
 	}}
 	if err := os.WriteFile(s.conf, []byte("set -g remain-on-exit on\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -138,12 +143,16 @@ func TestDashboardInTmux(t *testing.T) {
 	s.run("send-keys", "-t", "dash", "q")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st := strings.TrimSpace(s.run("display-message", "-p", "-t", "dash", "#{pane_dead} #{pane_dead_status}"))
-		if st == "1 0" {
+		dead := strings.TrimSpace(s.run("display-message", "-p", "-t", "dash", "#{pane_dead}"))
+		status, err := os.ReadFile(filepath.Join(dir, "status"))
+		if dead == "1" && err == nil {
+			if string(status) != "0" {
+				t.Fatalf("after q the dashboard exited with status %s, want 0; the screen:\n%s", status, s.screen())
+			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after q: pane_dead and status %q, want \"1 0\"; the screen:\n%s", st, s.screen())
+			t.Fatalf("after q: pane_dead %q, status file %q (%v); want a dead pane and status 0; the screen:\n%s", dead, status, err, s.screen())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
