@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -124,7 +123,7 @@ func (l *Loader) names() ([]string, error) {
 func (l *Loader) box(name string, now time.Time) (Box, []broker.Entry) {
 	b := Box{Name: name, State: StateAbsent, Session: "none"}
 	var problems []string
-	if meta, err := readMeta(l.Home.BoxMeta(name)); err == nil {
+	if meta, err := (&vm.Manager{Home: l.Home}).ReadMeta(name); err == nil {
 		b.Network, b.Project = meta.Network, meta.Project
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		problems = append(problems, err.Error())
@@ -165,19 +164,6 @@ func (l *Loader) box(name string, now time.Time) (Box, []broker.Entry) {
 	}
 	b.Problem = strings.Join(problems, "; ")
 	return b, denials
-}
-
-// readMeta reads a box's metadata file as vm.Manager.ReadMeta does.
-func readMeta(path string) (vm.Meta, error) {
-	var meta vm.Meta
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return meta, err
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return meta, fmt.Errorf("read box metadata %s: %w", path, err)
-	}
-	return meta, nil
 }
 
 // session reads the box's session mark as gc does (vm/idle.go): a live session holds a shared

@@ -5,7 +5,8 @@
 //   - Loading (data.go): one Snapshot of every box — its Lima state, network mode, whether a
 //     session holds it, how long it has been idle, and its egress denials — read from
 //     $CORRAL_HOME (box metadata, session marks, egress logs) on every poll, so a denial the
-//     broker logs appears without a restart.
+//     broker logs appears without a restart; a log is parsed again only when it changed
+//     (egresscache.go).
 //   - The model (model.go): selection, the list and per-box egress views, the keys, and the
 //     actions, which it turns into `git corral` command lines (actions.go).
 //   - The view (view.go): plain lines laid out for the terminal's width, coloured only when the

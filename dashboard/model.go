@@ -40,6 +40,7 @@ type Model struct {
 	// egressBox is the box whose egress view is open; "" is the list.
 	egressBox string
 	egress    []broker.Entry
+	egressErr error
 	// confirm is the box a stop waits to be confirmed for.
 	confirm string
 	status  string
@@ -104,11 +105,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 	case snapshotMsg:
-		m.snap, m.err = msg.snap, msg.err
+		// A failed read keeps the last snapshot on screen, under the error.
+		if m.err = msg.err; msg.err == nil {
+			m.snap = msg.snap
+		}
 		m.sel = min(m.sel, max(len(m.snap.Boxes)-1, 0))
 	case decisionsMsg:
 		if msg.box == m.egressBox {
-			m.egress, m.err = msg.entries, msg.err
+			m.egress, m.egressErr = msg.entries, msg.err
 		}
 	case tickMsg:
 		return m, tea.Batch(m.refresh(), m.tick())

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"errors"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -226,5 +227,20 @@ func TestEgressViewShowsTheBoxDecisions(t *testing.T) {
 	m, _ = press(t, m, "esc")
 	if strings.Contains(m.View(), "egress of box") {
 		t.Fatalf("esc did not go back:\n%s", m.View())
+	}
+}
+
+// TestFailedReadKeepsLastSnapshot: a poll that fails shows its error above the boxes it last
+// read; the next good poll clears it.
+func TestFailedReadKeepsLastSnapshot(t *testing.T) {
+	m := newTestModel(sampleSnap(), false, 120, nil)
+	next, _ := m.Update(snapshotMsg{err: errors.New("list boxes in /x: permission denied")})
+	v := next.View()
+	if !strings.Contains(v, "error: list boxes in /x: permission denied") || !strings.Contains(v, "alpha") {
+		t.Fatalf("after a failed read:\n%s", v)
+	}
+	next, _ = next.Update(snapshotMsg{snap: sampleSnap()})
+	if v := next.View(); strings.Contains(v, "error:") {
+		t.Fatalf("after a good read the error stays:\n%s", v)
 	}
 }

@@ -139,8 +139,8 @@ func (m Model) recentView() []string {
 
 func (m Model) egressView() []string {
 	lines := []string{fmt.Sprintf("egress of box %s: its newest decisions, newest last (esc: back)", visible.String(m.egressBox))}
-	if m.err != nil {
-		lines = append(lines, "error: "+visible.String(m.err.Error()))
+	if m.egressErr != nil {
+		lines = append(lines, "error: "+visible.String(m.egressErr.Error()))
 	}
 	if len(m.egress) == 0 {
 		return append(lines, "no connection attempts logged")
