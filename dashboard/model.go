@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/internal/visible"
@@ -119,7 +119,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionMsg:
 		m.status = actionStatus(msg)
 		return m, m.refresh()
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m.key(msg.String())
 	}
 	return m, nil

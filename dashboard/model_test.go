@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/mattn/go-runewidth"
 
 	"github.com/git-corral/git-corral/broker"
@@ -56,14 +56,14 @@ func press(t *testing.T, m Model, keys ...string) (Model, tea.Cmd) {
 	t.Helper()
 	var cmd tea.Cmd
 	for _, k := range keys {
-		var msg tea.KeyMsg
+		var msg tea.KeyPressMsg
 		switch k {
 		case "enter":
-			msg = tea.KeyMsg{Type: tea.KeyEnter}
+			msg = tea.KeyPressMsg{Code: tea.KeyEnter}
 		case "esc":
-			msg = tea.KeyMsg{Type: tea.KeyEsc}
+			msg = tea.KeyPressMsg{Code: tea.KeyEscape}
 		default:
-			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+			msg = tea.KeyPressMsg{Code: []rune(k)[0], Text: k}
 		}
 		var next tea.Model
 		next, cmd = m.Update(msg)
@@ -75,14 +75,14 @@ func press(t *testing.T, m Model, keys ...string) (Model, tea.Cmd) {
 // TestViewNoColorHasNoEscapes: with colour off the screen has no escape code at all; with it on
 // (the control), the same screen has some.
 func TestViewNoColorHasNoEscapes(t *testing.T) {
-	plain := newTestModel(sampleSnap(), false, 120, nil).View()
+	plain := newTestModel(sampleSnap(), false, 120, nil).View().Content
 	if strings.Contains(plain, "\x1b") {
 		t.Errorf("colour off: view has an escape code:\n%q", plain)
 	}
 	if !strings.Contains(plain, "alpha") || !strings.Contains(plain, "evil.example:443") {
 		t.Errorf("colour off: view lacks the box or its denial:\n%s", plain)
 	}
-	if colored := newTestModel(sampleSnap(), true, 120, nil).View(); !strings.Contains(colored, "\x1b[") {
+	if colored := newTestModel(sampleSnap(), true, 120, nil).View().Content; !strings.Contains(colored, "\x1b[") {
 		t.Errorf("colour on: view has no escape code, so the colour-off check proves nothing:\n%q", colored)
 	}
 }
@@ -99,7 +99,7 @@ func TestViewFitsNarrowTerminals(t *testing.T) {
 		{64, []string{"NETWORK", "IDLE"}, []string{"SESSION", "LAST DENIAL"}},
 		{120, []string{"NETWORK", "SESSION", "IDLE", "LAST DENIAL"}, nil},
 	} {
-		v := newTestModel(sampleSnap(), false, tc.width, nil).View()
+		v := newTestModel(sampleSnap(), false, tc.width, nil).View().Content
 		for _, l := range strings.Split(v, "\n") {
 			if w := runewidth.StringWidth(l); w > tc.width {
 				t.Errorf("width %d: line of %d columns: %q", tc.width, w, l)
@@ -141,12 +141,12 @@ func TestHostileTextCannotDriveTheTerminal(t *testing.T) {
 		snap.Boxes[0].LastDenial, snap.Boxes[1].Problem = &d, "p"+tc.bad
 		snap.Recent = []broker.Entry{d}
 		m := newTestModel(snap, false, 400, nil)
-		views := []string{m.View()}
+		views := []string{m.View().Content}
 		m, _ = press(t, m, "e")
 		m.egress = snap.Recent
-		views = append(views, m.View())
+		views = append(views, m.View().Content)
 		m, _ = press(t, m, "esc", "s")
-		views = append(views, m.View())
+		views = append(views, m.View().Content)
 		for _, v := range views {
 			for _, l := range strings.Split(v, "\n") {
 				if visible.Has(l) {
@@ -189,8 +189,8 @@ func TestKeysRunGitCorralsOwnCommands(t *testing.T) {
 		if !reflect.DeepEqual(rec.argv, tc.want) {
 			t.Errorf("%s: ran %q, want %q", tc.name, rec.argv, tc.want)
 		}
-		if tc.want == nil && tc.name == "start without project" && !strings.Contains(m.View(), "no project directory") {
-			t.Errorf("%s: no reason shown:\n%s", tc.name, m.View())
+		if tc.want == nil && tc.name == "start without project" && !strings.Contains(m.View().Content, "no project directory") {
+			t.Errorf("%s: no reason shown:\n%s", tc.name, m.View().Content)
 		}
 	}
 }
@@ -220,13 +220,13 @@ func TestEgressViewShowsTheBoxDecisions(t *testing.T) {
 	m, cmd := press(t, m, "e")
 	next, _ := m.Update(cmd())
 	m = next.(Model)
-	v := m.View()
+	v := m.View().Content
 	if !strings.Contains(v, "egress of box alpha") || !strings.Contains(v, "deny") || !strings.Contains(v, "host not in allow-list") {
 		t.Fatalf("egress view:\n%s", v)
 	}
 	m, _ = press(t, m, "esc")
-	if strings.Contains(m.View(), "egress of box") {
-		t.Fatalf("esc did not go back:\n%s", m.View())
+	if strings.Contains(m.View().Content, "egress of box") {
+		t.Fatalf("esc did not go back:\n%s", m.View().Content)
 	}
 }
 
@@ -235,12 +235,12 @@ func TestEgressViewShowsTheBoxDecisions(t *testing.T) {
 func TestFailedReadKeepsLastSnapshot(t *testing.T) {
 	m := newTestModel(sampleSnap(), false, 120, nil)
 	next, _ := m.Update(snapshotMsg{err: errors.New("list boxes in /x: permission denied")})
-	v := next.View()
+	v := next.View().Content
 	if !strings.Contains(v, "error: list boxes in /x: permission denied") || !strings.Contains(v, "alpha") {
 		t.Fatalf("after a failed read:\n%s", v)
 	}
 	next, _ = next.Update(snapshotMsg{snap: sampleSnap()})
-	if v := next.View(); strings.Contains(v, "error:") {
+	if v := next.View().Content; strings.Contains(v, "error:") {
 		t.Fatalf("after a good read the error stays:\n%s", v)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/mattn/go-runewidth"
-	"github.com/muesli/termenv"
 
 	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/internal/visible"
@@ -15,22 +15,19 @@ import (
 
 // styles are the view's colours. With colour off every style is plain: no escape at all.
 type styles struct {
-	title, header, selected, deny, dim lipgloss.Style
+	title, header, selected, deny lipgloss.Style
 }
 
 func newStyles(color bool) styles {
-	r := lipgloss.NewRenderer(nil)
-	r.SetColorProfile(termenv.Ascii)
 	if !color {
-		return styles{title: r.NewStyle(), header: r.NewStyle(), selected: r.NewStyle(), deny: r.NewStyle(), dim: r.NewStyle()}
+		p := lipgloss.NewStyle()
+		return styles{title: p, header: p, selected: p, deny: p}
 	}
-	r.SetColorProfile(termenv.ANSI)
 	return styles{
-		title:    r.NewStyle().Bold(true),
-		header:   r.NewStyle().Bold(true).Underline(true),
-		selected: r.NewStyle().Reverse(true),
-		deny:     r.NewStyle().Foreground(lipgloss.Color("1")),
-		dim:      r.NewStyle().Foreground(lipgloss.Color("8")),
+		title:    lipgloss.NewStyle().Bold(true),
+		header:   lipgloss.NewStyle().Bold(true).Underline(true),
+		selected: lipgloss.NewStyle().Reverse(true),
+		deny:     lipgloss.NewStyle().Foreground(lipgloss.Red),
 	}
 }
 
@@ -51,8 +48,15 @@ var columns = []column{
 	{"LAST DENIAL", 96, func(b Box) string { return lastDenial(b) }},
 }
 
-// View draws the current screen.
-func (m Model) View() string {
+// View draws the current screen, on the terminal's alternate screen.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	return v
+}
+
+// render draws the current screen as text.
+func (m Model) render() string {
 	var lines []string
 	if m.egressBox != "" {
 		lines = m.egressView()
