@@ -37,7 +37,7 @@ func runTUI() int {
 		return 1
 	}
 	l := &Loader{Home: h, Inspect: (&vm.Manager{Home: h}).Inspect, ReadEgress: readLog}
-	cfg := Config{Load: l.Load, Decisions: l.Decisions, Self: "/bin/false", Color: os.Getenv("NO_COLOR") == "", Interval: 200 * time.Millisecond}
+	cfg := Config{Load: l.Load, Decisions: l.Decisions, Self: os.Getenv(tuiEnv + "_SELF"), Color: os.Getenv("NO_COLOR") == "", Interval: 200 * time.Millisecond}
 	if err := Run(context.Background(), cfg, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -117,8 +117,14 @@ func TestDashboardInTmux(t *testing.T) {
 	s := &tmuxServer{t: t, bin: bin, sock: filepath.Join(dir, "sock"), conf: filepath.Join(dir, "tmux.conf"), env: []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TERM=xterm-256color", "NO_COLOR=1",
 		"CORRAL_HOME=" + h.Dir, "LIMA_HOME=" + os.Getenv("LIMA_HOME"), tuiEnv + "=1",
-		tuiEnv + "_STATUS=" + filepath.Join(dir, "status"),
+		tuiEnv + "_STATUS=" + filepath.Join(dir, "status"), tuiEnv + "_SELF=" + filepath.Join(dir, "fake-git-corral"),
 	}}
+	// The actions' git corral is a script that records its arguments, so the test sees what a key
+	// ran through the real hand-over of the terminal.
+	fake := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + filepath.Join(dir, "argv") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "fake-git-corral"), []byte(fake), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(s.conf, []byte("set -g remain-on-exit on\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +143,16 @@ func TestDashboardInTmux(t *testing.T) {
 	capture(t, ".egress", scr)
 	s.run("send-keys", "-t", "dash", "Escape")
 	s.waitFor("the list again", contains("recent denials"))
+	if _, err := os.Stat(filepath.Join(dir, "argv")); err == nil {
+		t.Fatal("an action ran before any key asked for one")
+	}
+	s.run("send-keys", "-t", "dash", "s")
+	s.waitFor("the stop prompt", contains("stop box alpha? y: stop"))
+	s.run("send-keys", "-t", "dash", "y")
+	s.waitFor("the dashboard back after the stop", contains("stop alpha: done", "recent denials"))
+	if argv, err := os.ReadFile(filepath.Join(dir, "argv")); err != nil || string(argv) != "--box\nalpha\nstop\n" {
+		t.Fatalf("s y ran git corral with %q (%v), want --box alpha stop", argv, err)
+	}
 	if st := s.run("display-message", "-p", "-t", "dash", "#{pane_dead}"); strings.TrimSpace(st) != "0" {
 		t.Fatalf("the dashboard ended before q: pane_dead %q", st)
 	}
