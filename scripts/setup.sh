@@ -9,7 +9,7 @@ log() { printf '%s setup: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 # Debian packages: QEMU and image tools for boxes, ssh/sftp for sessions and reverse-sshfs,
 # nftables/iproute2 for the namespace tests, shellcheck for guest scripts, squid/tinyproxy/
 # hyperfine/socat for side-by-side benchmarks, man-db/bash-completion/zsh/fish for the CLI tests,
-# tmux to drive those shells through a terminal in the completion tests.
+# tmux to drive those shells and the dashboard through a real terminal in the tests.
 PACKAGES=(
   git make man-db bash-completion zsh fish tmux util-linux curl ca-certificates
   qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client openssh-sftp-server

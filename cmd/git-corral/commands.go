@@ -67,6 +67,7 @@ func commands() []*command {
 		{name: "gc", group: groupMaintenance, summary: "stop boxes idle longer than idle_stop", define: defineGC},
 		{name: "status", group: groupDaily, usesBox: true, summary: "show whether this repository's box exists and runs, its broker, guards, sessions and denials", define: defineStatus},
 		{name: "info", group: groupDaily, summary: "show the repository, its box and what applies to it", define: defineInfo},
+		{name: "dashboard", group: groupDaily, summary: "a terminal UI of every box: state, mode, sessions, egress denials", define: defineDashboard},
 		{name: "audit", group: groupReview, usesBox: true, summary: "show the audit log of sessions and guards", define: defineAudit},
 
 		{name: "egress", group: groupReview, usesBox: true, summary: "show what the box's broker allowed and refused", define: defineEgress},
