@@ -51,12 +51,8 @@ func defineDiff(fs *pflag.FlagSet) runFunc {
 			return a.diffRecord(ctx, p, box, h, *jsonOut)
 		}
 		o := diff.Options{Box: box, Home: h.Dir, All: *all}
-		plan, err := gitshadow.Discover(ctx, p) // what the host's git config names is host-executed
-		if err != nil {
+		if o.ConfigPaths, err = configPaths(ctx, p); err != nil {
 			return err
-		}
-		for _, d := range plan.DiffPaths() {
-			o.ConfigPaths = append(o.ConfigPaths, diff.ConfigPath(d))
 		}
 		if len(args) == 1 {
 			o.Base = args[0]
@@ -100,4 +96,18 @@ func (a *app) diffRecord(ctx context.Context, p *project.Project, box string, h 
 	}
 	_, err = fmt.Fprintln(a.stdout, rec.Path)
 	return err
+}
+
+// configPaths are the work-tree paths the host's git config names, which diff treats as
+// host-executed (gitshadow's plan).
+func configPaths(ctx context.Context, p *project.Project) ([]diff.ConfigPath, error) {
+	plan, err := gitshadow.Discover(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	var out []diff.ConfigPath
+	for _, d := range plan.DiffPaths() {
+		out = append(out, diff.ConfigPath(d))
+	}
+	return out, nil
 }
