@@ -78,7 +78,7 @@ func supervise() (Report, int) {
 		return setupReport("read the spec: %v", err)
 	}
 	f.Close()
-	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	becomeSubreaper()
 	env := spec.Env
 	if spec.Broker != "" {
 		port, err := startRelay(spec.Broker)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 // The test binary is also git corral's inside steps (argv "sandbox --stage NAME", as the real
