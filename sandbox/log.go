@@ -39,7 +39,7 @@ type Record struct {
 	NarrowedBy string `json:"narrowedBy,omitempty"`
 	Granted    Grants `json:"granted"`
 	// EnvUnset are env.pass names the host did not have (so nothing was passed).
-	EnvUnset []string `json:"envUnset,omitempty"`
+	EnvUnset []string `json:"envUnset"`
 	// Layers are the enforcement layers that were applied ("bwrap", "landlock-abi-7",
 	// "seccomp", "rlimits"); Weaker says which layer was accepted missing, and by what.
 	Layers     []string `json:"layers"`
@@ -56,11 +56,11 @@ type Record struct {
 
 // Grants are what the manifest granted: paths and names only.
 type Grants struct {
-	Read    []string `json:"read,omitempty"`
-	Write   []string `json:"write,omitempty"`
-	Exec    []string `json:"exec,omitempty"`
-	Network []string `json:"network,omitempty"`
-	Env     []string `json:"env,omitempty"`
+	Read    []string `json:"read"`
+	Write   []string `json:"write"`
+	Exec    []string `json:"exec"`
+	Network []string `json:"network"`
+	Env     []string `json:"env"`
 	Limits  Limits   `json:"limits"`
 }
 
@@ -72,5 +72,17 @@ func LogPath(corralHome string) string {
 // appendRecord writes rec to the log under corralHome.
 func appendRecord(ctx context.Context, corralHome string, rec Record) error {
 	l := audit.Log{Path: LogPath(corralHome)}
-	return l.AppendValue(ctx, rec)
+	return l.AppendValue(ctx, rec.WithArrays())
+}
+
+// WithArrays returns r with every list an array, never null, as the log and 'audit --json'
+// promise.
+func (r Record) WithArrays() Record {
+	for _, s := range []*[]string{&r.Argv, &r.EnvUnset, &r.Layers, &r.Granted.Read, &r.Granted.Write,
+		&r.Granted.Exec, &r.Granted.Network, &r.Granted.Env} {
+		if *s == nil {
+			*s = []string{}
+		}
+	}
+	return r
 }

@@ -17,56 +17,6 @@ import (
 	"github.com/git-corral/git-corral/sandbox"
 )
 
-// sandboxRunJSON is one sandboxed run in 'audit --json'.
-type sandboxRunJSON struct {
-	Time           time.Time        `json:"time"`
-	Event          string           `json:"event"`
-	Argv           []string         `json:"argv"`
-	Cwd            string           `json:"cwd,omitempty"`
-	Manifest       string           `json:"manifest,omitempty"`
-	ManifestDigest string           `json:"manifestDigest,omitempty"`
-	NarrowedBy     string           `json:"narrowedBy,omitempty"`
-	Granted        sandboxGrantJSON `json:"granted"`
-	EnvUnset       []string         `json:"envUnset"`
-	Layers         []string         `json:"layers"`
-	Weaker         string           `json:"weaker,omitempty"`
-	DurationMs     float64          `json:"durationMs"`
-	ExitCode       int              `json:"exitCode"`
-	Signal         string           `json:"signal,omitempty"`
-	Limit          string           `json:"limit,omitempty"`
-	Error          string           `json:"error,omitempty"`
-	PID            int              `json:"pid"`
-}
-
-type sandboxGrantJSON struct {
-	Read    []string       `json:"read"`
-	Write   []string       `json:"write"`
-	Exec    []string       `json:"exec"`
-	Network []string       `json:"network"`
-	Env     []string       `json:"env"`
-	Limits  sandbox.Limits `json:"limits"`
-}
-
-// orEmpty keeps a JSON array from being null.
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func sandboxRunView(r sandbox.Record) sandboxRunJSON {
-	g := r.Granted
-	return sandboxRunJSON{
-		Time: r.Time, Event: r.Event, Argv: orEmpty(r.Argv), Cwd: r.Cwd, Manifest: r.Manifest,
-		ManifestDigest: r.ManifestDigest, NarrowedBy: r.NarrowedBy,
-		Granted: sandboxGrantJSON{Read: orEmpty(g.Read), Write: orEmpty(g.Write), Exec: orEmpty(g.Exec),
-			Network: orEmpty(g.Network), Env: orEmpty(g.Env), Limits: g.Limits},
-		EnvUnset: orEmpty(r.EnvUnset), Layers: orEmpty(r.Layers), Weaker: r.Weaker,
-		DurationMs: r.DurationMs, ExitCode: r.ExitCode, Signal: r.Signal, Limit: r.Limit, Error: r.Error, PID: r.PID,
-	}
-}
-
 // formatSandboxRun renders one run on one line, in the shape of formatRecord: what ran, under
 // which manifest, how it ended (the limit that ended it), and what it asked for and did not
 // get (env.pass names the host lacked, a layer accepted missing, a refusal before it ran).
@@ -127,7 +77,7 @@ func auditLines(records []audit.Record, runs []sandbox.Record, n int) []auditLin
 		out = append(out, auditLine{at: r.Time, text: formatRecord(r), asJSON: r})
 	}
 	for _, r := range runs {
-		out = append(out, auditLine{at: r.Time, text: formatSandboxRun(r), asJSON: sandboxRunView(r)})
+		out = append(out, auditLine{at: r.Time, text: formatSandboxRun(r), asJSON: r.WithArrays()})
 	}
 	slices.SortStableFunc(out, func(a, b auditLine) int { return a.at.Compare(b.at) })
 	if n > 0 && len(out) > n {
