@@ -102,6 +102,9 @@ func foldMatch(name string) string {
 // shape checks e against spec's kind and converts its value. It returns (nil, "") for a table
 // header that only opens a table-of-strings key.
 func shape(spec *KeySpec, e entry) (*setting, string) {
+	if spec.Kind == KindRoutes {
+		return shapeRoute(spec, e)
+	}
 	if e.array {
 		return nil, "is an array of tables; " + spec.Name + " is a " + spec.Kind.String()
 	}

@@ -85,6 +85,9 @@ type Config struct {
 	AgentState string
 	// APIBrokers is `api_brokers` (trusted-only): API brokers the box may use, by name.
 	APIBrokers []string
+	// APIRoutes is `[api_routes.NAME]` (trusted-only): API broker routes defined or changed by
+	// the trusted layers, by name (apiroutes.go; Config.Route adds the built-in ones).
+	APIRoutes map[string]APIRoute
 	// EnvFile is `env_file` (trusted-only): a host dotenv file whose values go into sessions.
 	EnvFile string
 	// GitTokens is `git_tokens` (trusted-only): git host → host variable holding its token.

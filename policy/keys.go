@@ -62,11 +62,13 @@ const (
 	KindStringMap
 	// KindDuration is a Go duration string such as "30m".
 	KindDuration
+	// KindRoutes is the [api_routes.NAME] tables of API broker routes (apiroutes.go).
+	KindRoutes
 )
 
 // String names the kind as TOML users know it.
 func (k Kind) String() string {
-	return [...]string{"?", "string", "integer", "boolean", "array of strings", "table of strings", "duration string"}[k]
+	return [...]string{"?", "string", "integer", "boolean", "array of strings", "table of strings", "duration string", "tables [api_routes.NAME]"}[k]
 }
 
 // KeySpec describes one configuration key.
@@ -174,6 +176,9 @@ var keys = slices.Concat([]KeySpec{
 	{Name: "api_brokers", Class: TrustedOnly, Kind: KindStrings, Example: `["anthropic"]`,
 		Doc: "API brokers the box may use, by name; the broker adds the host's credentials to their requests.",
 		Why: "spends the user's API credentials", field: func(c *Config) any { return &c.APIBrokers }},
+	{Name: "api_routes", Class: TrustedOnly, Kind: KindRoutes, Example: `{ myapi = { upstream = "https://api.example.com", header = "Authorization", value_prefix = "Bearer ", value_env = "MYAPI_TOKEN", allow = ["GET /v1/*"] } }`,
+		Doc: "API broker routes by name, one [api_routes.NAME] table each (upstream, header, value_prefix, value_env, allow, base_url_env): the box calls http://NAME.api.corral/PATH through the broker, which adds the header with the secret of host variable value_env. Built-in routes (anthropic, openai, gemini, github) need no table; one with their name changes only the fields it sets.",
+		Why: "sends the user's API credentials to an upstream of the repository's choosing", field: func(c *Config) any { return &c.APIRoutes }},
 	{Name: "clone_uncommitted", Class: TrustedOnly, Kind: KindBool, Example: "false",
 		Doc: "With source = \"clone\": also send the checkout's uncommitted changes to tracked files into the box (as uncommitted changes there); untracked and ignored files are never sent.",
 		Why: "sends host work that was never committed into the box", field: func(c *Config) any { return &c.CloneUncommitted }},

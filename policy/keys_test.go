@@ -18,7 +18,7 @@ func TestEveryKeyClassifiedAndDocumented(t *testing.T) {
 		if k.Class < ProjectOK || k.Class > ProjectMayNarrow {
 			t.Errorf("key %q has no trust class", k.Name)
 		}
-		if k.Kind < KindString || k.Kind > KindDuration {
+		if k.Kind < KindString || k.Kind > KindRoutes {
 			t.Errorf("key %q has no kind", k.Name)
 		}
 		if len(k.Doc) < 20 || !strings.HasSuffix(k.Doc, ".") {

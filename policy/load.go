@@ -36,11 +36,13 @@ const (
 	LayerHostProject
 	LayerFlag
 	LayerProfile
+	// LayerAgent is the running agent's API hosts, added to egress in broker mode (agenthosts.go).
+	LayerAgent
 )
 
 // String names the layer.
 func (l Layer) String() string {
-	return [...]string{"default", "global", "repository", "project", "flag", "profile"}[l]
+	return [...]string{"default", "global", "repository", "project", "flag", "profile", "agent"}[l]
 }
 
 // Origin is where one value came from.
@@ -64,6 +66,8 @@ func (o Origin) String() string {
 		return "flag --" + o.Name
 	case LayerProfile:
 		return "profile " + o.Name
+	case LayerAgent:
+		return "agent " + o.Name
 	}
 	return fmt.Sprintf("%s:%d", o.File, o.Line)
 }
@@ -91,6 +95,9 @@ type LoadOptions struct {
 	Flags []Flag
 	// Host caps what the repository may ask for; nil measures this host.
 	Host *HostLimits
+	// AgentHosts returns the API hosts of an agent (default_agent's first word); in broker mode
+	// they join egress with the origin "agent NAME". nil adds none.
+	AgentHosts func(agent string) []string
 }
 
 // Effective is the configuration after every layer, with the origin of every value.
@@ -146,11 +153,13 @@ func Load(ctx context.Context, opts LoadOptions) (*Effective, error) {
 		}
 	}
 	l.flags()
+	l.checkBrokers()
 	l.vs.sort()
 	if err := l.vs.err(); err != nil {
 		return nil, err
 	}
 	l.floor()
+	l.agentHosts()
 	return l.eff, nil
 }
 
@@ -205,6 +214,10 @@ func (l *loader) file(ctx context.Context, layer Layer, path string) error {
 // apply sets s's value in the effective configuration.
 func (l *loader) apply(s setting, o Origin) {
 	c, origins := l.eff.Config, l.eff.Origins
+	if s.spec.Kind == KindRoutes {
+		l.applyRoute(s, o)
+		return
+	}
 	switch p := s.spec.field(c).(type) {
 	case *string:
 		*p = s.value.(string)

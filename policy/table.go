@@ -131,6 +131,8 @@ func (e *Effective) Settings() []Setting {
 	var out []Setting
 	for _, k := range Keys() {
 		switch p := k.field(e.Config).(type) {
+		case *map[string]APIRoute:
+			out = append(out, e.routeSettings(k)...)
 		case *[]string:
 			s := Setting{Key: k.Name, Class: k.Class.String(), Value: append([]string{}, *p...), Origins: []string{}}
 			for i := range *p {

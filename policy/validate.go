@@ -39,6 +39,9 @@ func checkValue(s setting, top string) string {
 	if isSandboxKey(spec) {
 		return checkSandboxValue(s)
 	}
+	if spec.Kind == KindRoutes {
+		return checkRouteValue(s)
+	}
 	if len(spec.Order) > 0 {
 		if spec.rank(s.value) < 0 {
 			return fmt.Sprintf("must be one of %s, not %q", strings.Join(spec.Order, ", "), s.value)
