@@ -4,9 +4,18 @@ package broker
 // with the box and stopped with it, so that it outlives the session that booted the box but not
 // the box. Its port is chosen once per box and kept, because the guest's firewall allows exactly
 // that port on the gateway; its secret reaches it in a file only the user can read, never argv.
+// API routes, whose credentials must not touch the disk either, reach it through an inherited
+// pipe (fd 3) that it reads to the end before it listens: nothing is left behind to remove when
+// it ends (it is detached, so no parent is there to clean up), and a crash leaves no file. Its
+// argv carries only an HMAC of the routes under the proxy secret, so that a session can tell a
+// running child with other routes (a rotated key) and restart it.
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -36,7 +45,15 @@ type ChildOptions struct {
 	DiagLog string
 	// Env is the child's environment (nil: inherited).
 	Env []string
+	// APIRoutes are the API broker routes, credentials included; they reach the child through
+	// an inherited pipe, never argv or a file.
+	APIRoutes []APIRoute
+	// RoutesDigest identifies APIRoutes without revealing them (RoutesDigest).
+	RoutesDigest string
 }
+
+// routesFD is the child's descriptor of the routes pipe (the first of ExtraFiles).
+const routesFD = "/dev/fd/3"
 
 // childArgs is the argv of the broker child (without the program name).
 func childArgs(o ChildOptions) []string {
@@ -45,6 +62,9 @@ func childArgs(o ChildOptions) []string {
 		"--secret-file", o.SecretFile, "--log", o.EgressLog}
 	if len(o.Allow) > 0 {
 		args = append(args, "--allow", strings.Join(o.Allow, ","))
+	}
+	if len(o.APIRoutes) > 0 {
+		args = append(args, "--api-routes", routesFD, "--api-routes-digest", o.RoutesDigest)
 	}
 	return args
 }
@@ -75,7 +95,7 @@ func StartChild(ctx context.Context, o ChildOptions) (int, error) {
 	cmd := exec.Command(o.Exe, childArgs(o)...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = diag, diag, o.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startWithRoutes(cmd, o.APIRoutes); err != nil {
 		return 0, fmt.Errorf("start broker: %w", err)
 	}
 	exited := make(chan error, 1)
@@ -101,6 +121,63 @@ func StartChild(ctx context.Context, o ChildOptions) (int, error) {
 			return 0, fmt.Errorf("broker did not listen on %s within 10s; see %s", addr, o.DiagLog)
 		}
 	}
+}
+
+// startWithRoutes starts cmd, handing it routes on fd 3 when there are any. The write happens
+// in the background: the child reads the whole pipe before it listens, so StartChild's wait
+// for the port also waits for the routes.
+func startWithRoutes(cmd *exec.Cmd, routes []APIRoute) error {
+	if len(routes) == 0 {
+		return cmd.Start()
+	}
+	data, err := json.Marshal(routes)
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd.ExtraFiles = []*os.File{r}
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	go func() {
+		w.Write(data)
+		w.Close()
+	}()
+	return nil
+}
+
+// RoutesDigest returns an HMAC-SHA256 of routes under the box's proxy secret: safe on argv,
+// where other local users can read it, and different whenever a route or credential changes.
+func RoutesDigest(secret []byte, routes []APIRoute) string {
+	if len(routes) == 0 {
+		return ""
+	}
+	data, _ := json.Marshal(routes)
+	m := hmac.New(sha256.New, secret)
+	m.Write(data)
+	return hex.EncodeToString(m.Sum(nil))[:32]
+}
+
+// ChildRoutesDigest returns the --api-routes-digest a running broker child was started with
+// ("" when it has no routes or is not running).
+func ChildRoutesDigest(pid int) string {
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--api-routes-digest" {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // ChildRunning reports whether pid is a live broker of box: the PID alone is not trusted,

@@ -25,8 +25,12 @@ func brokerPort(cfg *policy.Config, meta vm.Meta) (int, error) {
 	return broker.FreePort()
 }
 
+// brokerExe is the git-corral binary the broker child runs (tests point it at a build).
+var brokerExe = os.Executable
+
 // ensureBroker makes the box's broker child run on its fixed port, restarting it when it died,
-// and records its PID. It returns the secret the guest's proxy settings carry.
+// and records its PID; a child started with other API routes (apiroutes.go) is restarted with
+// the current ones. It returns the secret the guest's proxy settings carry.
 func ensureBroker(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config, port int, notice func(string)) ([]byte, error) {
 	h := m.Home
 	if err := h.MkdirAll(h.Boxes()); err != nil {
@@ -40,10 +44,21 @@ func ensureBroker(ctx context.Context, m *vm.Manager, box string, cfg *policy.Co
 	if err != nil {
 		return nil, err
 	}
-	if broker.ChildRunning(meta.BrokerPID, box) {
-		return secret, nil
+	plan, err := planRoutes(cfg, os.LookupEnv)
+	if err != nil {
+		return nil, err
 	}
-	exe, err := os.Executable()
+	digest := broker.RoutesDigest(secret, plan.routes)
+	if broker.ChildRunning(meta.BrokerPID, box) {
+		if broker.ChildRoutesDigest(meta.BrokerPID) == digest {
+			return secret, nil
+		}
+		// The routes or their credentials changed since the child started: it reads them only
+		// then, so it is restarted on the same port.
+		notice(fmt.Sprintf("api routes of box %s changed: restarting its broker", box))
+		broker.StopChild(meta.BrokerPID, box)
+	}
+	exe, err := brokerExe()
 	if err != nil {
 		return nil, fmt.Errorf("find git-corral to start the broker: %w", err)
 	}
@@ -52,7 +67,7 @@ func ensureBroker(ctx context.Context, m *vm.Manager, box string, cfg *policy.Co
 	}
 	pid, err := broker.StartChild(ctx, broker.ChildOptions{
 		Exe: exe, Box: box, Port: port, Allow: cfg.Egress, SecretFile: secretFile,
-		EgressLog: h.EgressLog(box), DiagLog: h.BrokerLog(box),
+		EgressLog: h.EgressLog(box), DiagLog: h.BrokerLog(box), APIRoutes: plan.routes, RoutesDigest: digest,
 	})
 	if err != nil {
 		return nil, hint.With(err, "the broker decides every connection of a box in broker mode; without it the session does not start")

@@ -129,6 +129,7 @@ func LoadConfig(ctx context.Context, req Request, opts policy.LoadOptions) (*pol
 	if err := AddNetworkFlag(&opts, req.Network); err != nil {
 		return nil, err
 	}
+	withAgentHosts(&opts)
 	eff, err := policy.Load(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/boxenv"
@@ -43,19 +44,29 @@ func AuditLog(h home.Home) *audit.Log {
 }
 
 // AssembleEnv builds the session environment from cfg's trusted layers and the --env names.
+// A host variable an API route holds, and any value holding a route's secret, is left out
+// (apiroutes.go); in broker mode a route whose secret is unset fails it.
 func AssembleEnv(cfg *policy.Config, names []string) (boxenv.Env, error) {
 	for _, n := range names {
 		if err := boxenv.CheckName(n); err != nil {
 			return boxenv.Env{}, usageErrorf("--env: %v", err)
 		}
 	}
-	e, err := boxenv.Assemble(boxenv.Sources{
+	plan, err := planRoutes(cfg, os.LookupEnv)
+	if err != nil && cfg.Network == policy.NetworkBroker {
+		return boxenv.Env{}, err
+	}
+	src := boxenv.Sources{
 		ForwardEnv: append(append([]string{}, cfg.ForwardEnv...), names...), EnvFromHost: cfg.EnvFromHost,
 		Env: cfg.Env, EnvFile: cfg.EnvFile, GitTokens: cfg.GitTokens, NoPassthrough: cfg.NoEnvPassthrough,
-	}, os.LookupEnv)
+	}
+	withheld := plan.withholdSources(&src)
+	e, err := boxenv.Assemble(src, os.LookupEnv)
 	if err != nil {
 		return boxenv.Env{}, hint.With(err, "set the host variable, or change env_from_host / git_tokens in the trusted configuration")
 	}
+	e.Dropped = append(e.Dropped, withheld...)
+	plan.scrub(&e)
 	return e, nil
 }
 
@@ -87,9 +98,17 @@ func (b *Box) env() (vars map[string]string, envNames []string, hostValues bool,
 	}
 	hostValues = len(e.Values) > 0
 	if b.BrokerSecret != nil {
+		for k, v := range routeBoxEnv(b.Config) {
+			if boxenv.CheckName(k) == nil {
+				e.Values[k] = v
+			}
+		}
 		for k, v := range b.proxyEnv() {
 			e.Values[k] = v
 		}
+	} else if len(b.Config.APIBrokers) > 0 {
+		b.req.notice(fmt.Sprintf("api_brokers %s: not offered in network %q (routes go through the broker); their host variables are still not passed into the box",
+			strings.Join(b.Config.APIBrokers, ", "), b.Config.Network))
 	}
 	return e.Values, e.Names(), hostValues, nil
 }

@@ -30,7 +30,8 @@ func defineBroker(fs *pflag.FlagSet) runFunc {
 	logFile := fs.String("log", "", "egress log file")
 	maxTunnels := fs.Int("max-tunnels", 0, "concurrent tunnel cap")
 	rate := fs.Float64("rate", 0, "requests per second")
-	apiFile := fs.String("api-routes", "", "JSON file of API broker routes (mode 600)")
+	apiFile := fs.String("api-routes", "", "JSON file of API broker routes (mode 600), or the pipe start hands it")
+	fs.String("api-routes-digest", "", "identifies the routes of --api-routes, so start can tell when they changed (an HMAC; not secret)")
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) != 1 || args[0] != "serve" {
 			return usageErrorf("broker", "broker takes one verb: serve")

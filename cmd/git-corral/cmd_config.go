@@ -67,7 +67,7 @@ func (a *app) loadOptions(ctx context.Context, file string) (policy.LoadOptions,
 	if err != nil {
 		return policy.LoadOptions{}, err
 	}
-	opts := policy.LoadOptions{Home: h}
+	opts := policy.LoadOptions{Home: h, AgentHosts: session.AgentAPIHosts}
 	p, err := a.project(ctx)
 	switch {
 	case err == nil:
