@@ -17,6 +17,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -150,4 +151,20 @@ func (p routePlan) scrub(e *boxenv.Env) {
 		}
 	}
 	sort.Strings(e.Dropped)
+}
+
+// childEnv is the broker child's environment: this process's without the variables routes
+// hold, since the child takes the credentials from its pipe; nil (inherited) when none.
+func (p routePlan) childEnv() []string {
+	if len(p.held) == 0 {
+		return nil
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := p.held[name]; !ok {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

@@ -68,6 +68,7 @@ func ensureBroker(ctx context.Context, m *vm.Manager, box string, cfg *policy.Co
 	pid, err := broker.StartChild(ctx, broker.ChildOptions{
 		Exe: exe, Box: box, Port: port, Allow: cfg.Egress, SecretFile: secretFile,
 		EgressLog: h.EgressLog(box), DiagLog: h.BrokerLog(box), APIRoutes: plan.routes, RoutesDigest: digest,
+		Env: plan.childEnv(),
 	})
 	if err != nil {
 		return nil, hint.With(err, "the broker decides every connection of a box in broker mode; without it the session does not start")
