@@ -174,7 +174,7 @@ var keys = slices.Concat([]KeySpec{
 		field: func(c *Config) any { return &c.Source }},
 
 	{Name: "api_brokers", Class: TrustedOnly, Kind: KindStrings, Example: `["anthropic"]`,
-		Doc: "API brokers the box may use, by name; the broker adds the host's credentials to their requests.",
+		Doc: "API routes the box may use in broker mode, by name (built in: anthropic, openai, gemini, github; others from [api_routes.NAME]); the broker adds the host's credential to their requests, and the variable holding it is never passed into the box.",
 		Why: "spends the user's API credentials", field: func(c *Config) any { return &c.APIBrokers }},
 	{Name: "api_routes", Class: TrustedOnly, Kind: KindRoutes, Example: `{ myapi = { upstream = "https://api.example.com", header = "Authorization", value_prefix = "Bearer ", value_env = "MYAPI_TOKEN", allow = ["GET /v1/*"] } }`,
 		Doc: "API broker routes by name, one [api_routes.NAME] table each (upstream, header, value_prefix, value_env, allow, base_url_env): the box calls http://NAME.api.corral/PATH through the broker, which adds the header with the secret of host variable value_env. Built-in routes (anthropic, openai, gemini, github) need no table; one with their name changes only the fields it sets.",
