@@ -106,6 +106,21 @@ func TestAPIRoutesRefused(t *testing.T) {
 	}
 }
 
+// TestAPIRoutesEveryViolation: every bad field of every route is reported at once, each at
+// its own line.
+func TestAPIRoutesEveryViolation(t *testing.T) {
+	f := newFixture(t)
+	f.project("[api_routes.a]\nvalue = \"sk-1\"\nupstream = \"ftp://x.example\"\n[api_routes.b]\nUpstream = \"https://b.example\"\n")
+	vs := f.violations()
+	var got []string
+	for _, v := range vs {
+		got = append(got, fmt.Sprintf("%d %s", v.Line, v.Key))
+	}
+	if strings.Join(got, ",") != "2 api_routes.a.value,3 api_routes.a.upstream,5 api_routes.b.Upstream" {
+		t.Errorf("violations %v, want all three", got)
+	}
+}
+
 // TestAgentHostsJoinEgress: in broker mode the agent's API hosts join egress with the origin
 // "agent NAME"; in full mode, or with no agent, they do not (the controls).
 func TestAgentHostsJoinEgress(t *testing.T) {

@@ -74,7 +74,7 @@ func classify(doc *document, li layerInfo, vs *Violations) []setting {
 		}
 		s, problem := shape(spec, e)
 		if problem != "" {
-			reported[top] = true
+			reported[top] = spec.Kind != KindRoutes // each route field is its own key
 			bad(spec.Class.String(), problem, "", "")
 			continue
 		}
