@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -90,5 +91,25 @@ func TestStartChildRefusesCommaInAllow(t *testing.T) {
 	_, err := StartChild(context.Background(), ChildOptions{Allow: []string{"a.com,169.254.169.254"}})
 	if err == nil {
 		t.Fatal("an allow entry with a comma (which would smuggle a second entry) was accepted")
+	}
+}
+
+// TestChildArgsRoutes: a child with API routes is told to read them from its inherited pipe,
+// and its argv names only their digest, which changes with any credential and never holds it.
+func TestChildArgsRoutes(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	routes := []APIRoute{{Name: "a", Upstream: "https://a.example", Header: "X-Key", Value: "sk-host-only", Allow: []string{"GET /*"}}}
+	d := RoutesDigest(secret, routes)
+	args := strings.Join(childArgs(ChildOptions{Box: "b", Port: 1, APIRoutes: routes, RoutesDigest: d}), " ")
+	if !strings.Contains(args, "--api-routes /dev/fd/3 --api-routes-digest "+d) || strings.Contains(args, "sk-host-only") {
+		t.Errorf("argv %q", args)
+	}
+	if strings.Contains(strings.Join(childArgs(ChildOptions{Box: "b", Port: 1}), " "), "--api-routes") {
+		t.Error("a child without routes is told to read routes")
+	}
+	changed := []APIRoute{routes[0]}
+	changed[0].Value = "sk-rotated"
+	if d == "" || d != RoutesDigest(secret, routes) || d == RoutesDigest(secret, changed) || RoutesDigest(secret, nil) != "" {
+		t.Error("the digest does not follow the routes and their credentials")
 	}
 }
