@@ -65,6 +65,12 @@ func (m *Manager) sweepHalf(ctx context.Context, spec BoxSpec, st Status) (Statu
 // createBox creates spec's box and boots it for the first time, all or nothing: on any failure,
 // and on SIGINT, SIGTERM or SIGHUP, the half box is deleted before it returns.
 func (m *Manager) createBox(ctx context.Context, spec BoxSpec) error {
+	// The question comes before the signals are caught: Ctrl-C at "Create box…?" ends git
+	// corral as it always does, with nothing made.
+	if _, err := m.askCreate(spec); err != nil {
+		return err
+	}
+	spec.Confirm = nil
 	ctx, cause, stop := interruptible(ctx)
 	defer stop()
 	err := m.create(ctx, spec)

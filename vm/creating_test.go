@@ -82,8 +82,19 @@ func TestMain(mt *testing.M) {
 // creator creates creatorBox; exit 3 when Ensure fails.
 func creator() int {
 	m := &Manager{Limactl: os.Getenv("CORRAL_TEST_LIMACTL"), Home: home.Home{Dir: os.Getenv("CORRAL_TEST_HOME")}}
-	_, err := m.Ensure(context.Background(), BoxSpec{Box: creatorBox, ProjectDir: os.Getenv("PROJECT_DIR"),
-		Config: policy.Default(), Create: true, Notice: func(s string) { fmt.Fprintln(os.Stderr, "notice:", s) }})
+	spec := BoxSpec{Box: creatorBox, ProjectDir: os.Getenv("PROJECT_DIR"),
+		Config: policy.Default(), Create: true, Notice: func(s string) { fmt.Fprintln(os.Stderr, "notice:", s) }}
+	if os.Getenv("FAKE_BLOCK") == "confirm" {
+		// The user never answers "Create box…?".
+		spec.Confirm = func() (bool, error) {
+			p := filepath.Join(os.Getenv("FAKE_DIR"), "confirm.reached")
+			_ = os.WriteFile(p+".tmp", []byte("none\n"), 0o600) // no fake limactl to end
+			_ = os.Rename(p+".tmp", p)
+			time.Sleep(time.Hour)
+			return false, nil
+		}
+	}
+	_, err := m.Ensure(context.Background(), spec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 3
@@ -108,9 +119,11 @@ func startCreator(t *testing.T, env []string, phase string) (*exec.Cmd, *bytes.B
 	fakeDir := envValue(env, "FAKE_DIR")
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if b, err := os.ReadFile(filepath.Join(fakeDir, phase+".reached")); err == nil {
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			// The fake limactl is ours: end it whatever the creator does.
-			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err == nil && pid > 1 {
+				// The fake limactl is ours: end it whatever the creator does.
+				t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+			}
 			return cmd, &out, pid
 		}
 	}
@@ -194,6 +207,19 @@ func TestCreateInterrupted(t *testing.T) {
 			}
 		})
 	}
+	t.Run("confirm/interrupt: Ctrl-C at the question ends git corral at once, nothing made", func(t *testing.T) {
+		h, env := fakeHome(t)
+		cmd, out, _ := startCreator(t, env, "confirm")
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, cmd, out); code != -1 {
+			t.Errorf("creator exit %d, want killed by SIGINT (-1): %s", code, out.String())
+		}
+		if inst, state := boxLeft(t, h); inst || state != "none" {
+			t.Errorf("instance %v, metadata %q: want nothing made", inst, state)
+		}
+	})
 	t.Run("control: not interrupted", func(t *testing.T) {
 		h, env := fakeHome(t)
 		cmd, out, _ := startCreator(t, env, "")

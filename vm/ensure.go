@@ -140,21 +140,9 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 // create asks, renders, records the creating marker and creates the instance (not booted). What
 // is missing (the base image) is said before the user is asked to create anything.
 func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
-	if !spec.Create {
-		return fmt.Errorf("%w: %s", ErrNoBox, spec.Box)
-	}
-	img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv))
+	img, err := m.askCreate(spec)
 	if err != nil {
 		return err
-	}
-	if spec.Confirm != nil {
-		ok, err := spec.Confirm()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrDeclined
-		}
 	}
 	m.DecideTCG(ctx, img, spec.Notice)
 	r, err := m.RenderBox(ctx, spec, m.TCG)
@@ -179,6 +167,28 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 	}
 	meta.Golden = golden
 	return m.WriteMeta(meta)
+}
+
+// askCreate refuses a creation that is not allowed, says what is missing (the base image), and
+// asks; it returns the base image.
+func (m *Manager) askCreate(spec BoxSpec) (Image, error) {
+	if !spec.Create {
+		return Image{}, fmt.Errorf("%w: %s", ErrNoBox, spec.Box)
+	}
+	img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv))
+	if err != nil {
+		return Image{}, err
+	}
+	if spec.Confirm != nil {
+		ok, err := spec.Confirm()
+		if err != nil {
+			return Image{}, err
+		}
+		if !ok {
+			return Image{}, ErrDeclined
+		}
+	}
+	return img, nil
 }
 
 // ErrMountMode is returned when an existing box's mount mode (its project mounted, or nothing
