@@ -193,14 +193,11 @@ func cloneSourceBroker(t *testing.T, base, firstBox string, daemonPort int) {
 	}
 }
 
-// TestCloneBoxBroker (CORRAL_E2E_CLONE_BROKER=1; it boots one more box, so it is off by default):
+// TestCloneBoxBroker is the README's own example, so it runs in every e2e run (one more box):
 // "git corral clone --network broker" of a local repository with a git:// submodule: the box
 // passes the broker-mode guard check, sessions get the broker's proxy, the host is not reachable
 // directly, and the submodule is skipped by name (broker mode fetches submodules over https).
 func TestCloneBoxBroker(t *testing.T) {
-	if os.Getenv("CORRAL_E2E_CLONE_BROKER") != "1" {
-		t.Skip("set CORRAL_E2E_CLONE_BROKER=1 to boot one more box; TestCloneBox shows broker mode on its source = \"clone\" box")
-	}
 	base := cloneCase(t, "clonebroker")
 	src, dest := filepath.Join(base, "src"), filepath.Join(base, "dest")
 	port := gitDaemon(t, base)

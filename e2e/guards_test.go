@@ -259,6 +259,14 @@ func TestBrokerMode(t *testing.T) {
 exec 3<>"/dev/tcp/$host/$port" || exit 9
 printf 'GET %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\nConnection: close\r\n\r\n' "$1" "$2" "$(printf %s "$cred" | base64 -w0)" >&3
 cat <&3`
+	early := newHostProbe(t) // listening before the first boot: the provision script probes it
+	addProvisionProbe(t, dir, early)
+	t.Run("the approved provision script ran after the lockdown: its network probe was refused", func(t *testing.T) {
+		if r := corral(t, dir, nil, "run", "--yes", "--", "true"); r.code != 0 {
+			t.Fatalf("run --yes: exit %d: %s", r.code, r.stderr)
+		}
+		provisionProbeSaw(t, dir, "broker", "closed", 1)
+	})
 	t.Run("the allowed destination answers through the broker", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--yes", "--", "bash", "-c", fetch, "fetch", "http://"+allowed+"/", allowed)
 		if !strings.Contains(r.stdout, "allowed-upstream-ok") || hits.Load() == 0 {
@@ -347,5 +355,9 @@ cat <&3`
 			t.Fatalf("after the reboot the allowed destination does not answer through the broker: exit %d %q %q", r.code, r.stdout, r.stderr)
 		}
 		lockdownHolds(t, dir, "broker", probe)
+		provisionProbeSaw(t, dir, "broker", "closed", 2)
+		if n := early.tcp.Load(); n != 0 {
+			t.Errorf("broker mode: %d provision-script connections reached the host's listener", n)
+		}
 	})
 }

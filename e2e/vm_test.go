@@ -115,17 +115,8 @@ func TestBoxLifecycle(t *testing.T) {
 		// holds the value) while the host side scans every host argv.
 		script := `echo "seen:$CORRAL_E2E_SECRET"; sleep 3; for f in /proc/[0-9]*/cmdline; do ` +
 			`a=$(tr '\0' ' ' < "$f" 2>/dev/null); case "$a" in *"$CORRAL_E2E_SECRET"*) echo "ARGV-LEAK $f";; esac; done`
-		scan := make(chan []string, 1)
-		go func() {
-			time.Sleep(2 * time.Second)
-			deadline := time.Now().Add(3 * time.Second)
-			var leaks []string
-			for time.Now().Before(deadline) {
-				leaks = append(leaks, hostArgvLeaks(secret)...)
-				time.Sleep(200 * time.Millisecond)
-			}
-			scan <- leaks
-		}()
+		// The scan runs from before git corral starts until it ends (argvwatch_test.go).
+		scan := watchArgv(t, secret)
 		r := corral(t, dir, []string{"CORRAL_E2E_SECRET=" + secret}, "run", "--env", "CORRAL_E2E_SECRET", "--", "sh", "-c", script)
 		if r.code != 0 || !strings.Contains(r.stdout, "seen:"+secret) {
 			t.Fatalf("exit %d, stdout %q: the guest command did not see the secret", r.code, r.stdout)
@@ -133,7 +124,7 @@ func TestBoxLifecycle(t *testing.T) {
 		if strings.Contains(r.stdout, "ARGV-LEAK") {
 			t.Errorf("the secret is on a guest argv: %s", r.stdout)
 		}
-		if leaks := <-scan; len(leaks) > 0 {
+		if leaks := scan.stop(t); len(leaks) > 0 {
 			t.Errorf("the secret is on a host argv: %v", leaks)
 		}
 		if hits := grepTree(suite.home, secret); len(hits) > 0 {
@@ -176,18 +167,6 @@ func randomSecret(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "corral-secret-" + hex.EncodeToString(b)
-}
-
-// hostArgvLeaks returns the host processes whose command line holds secret.
-func hostArgvLeaks(secret string) []string {
-	var out []string
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range paths {
-		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), secret) {
-			out = append(out, p+": "+strings.ReplaceAll(string(b), "\x00", " "))
-		}
-	}
-	return out
 }
 
 // grepTree returns the regular files under root (instance disks excluded) that contain s.

@@ -22,6 +22,19 @@ run_suite() { # name, then the go test arguments
 
 rc=0
 run_suite unit -count=1 ${GOTESTFLAGS:-} ./... || rc=1
+# The real-box tests outside ./e2e, opt-in in the unit suite because they boot a VM or a kernel:
+# the git shadow on a real box (gitshadow TestLimaBox) and the real KVM probe (vm
+# TestProbeKVMLive; on a machine without a usable /dev/kvm it runs what it can and says so). They
+# need the current recipe's base image; without it the suite fails rather than skip.
+recipe=$("$GO" run ./cmd/git-corral image list --json 2>/dev/null | sed -n 's/^ *"recipe": *"\([0-9a-f]*\)".*/\1/p')
+img=/var/cache/git-corral/images/$recipe
+if [ -n "$recipe" ] && [ -e "$img/image.json" ]; then
+  GITSHADOW_LIMA_IMAGE=$img CORRAL_KVM_PROBE_IMAGE=$img \
+    run_suite realbox -count=1 -timeout 20m -run '^(TestLimaBox|TestProbeKVMLive)$' ./gitshadow ./vm || rc=1
+else
+  echo "test-suites: no base image of recipe '$recipe' in $img: the real-box suite cannot run (scripts/setup.sh builds it)" >&2
+  rc=1
+fi
 CORRAL_E2E=1 run_suite e2e -count=1 -timeout 80m ./e2e/ || rc=1
 echo
 echo "== test suites"

@@ -181,6 +181,9 @@ type Meta struct {
 	// GuestScripts are the product's guest scripts rendered into the box at creation
 	// (provision.Bundle.ProductScripts); nil for a box made before they were recorded.
 	GuestScripts map[string]string `json:"guestScripts,omitempty"`
+	// State is StateCreating from before `limactl create` until the new box first reached
+	// READY, "" after (creating.go).
+	State string `json:"state,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.

@@ -103,6 +103,9 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	if st, err = m.sweepHalf(ctx, spec, st); err != nil {
+		return Status{}, err
+	}
 	if err := m.checkMountMode(spec, st); err != nil {
 		return Status{}, err
 	}
@@ -110,9 +113,10 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 	case store.StatusRunning:
 		return st, nil
 	case "":
-		if err := m.create(ctx, spec); err != nil {
+		if err := m.createBox(ctx, spec); err != nil {
 			return Status{}, err
 		}
+		return m.Inspect(spec.Box)
 	case store.StatusStopped:
 		if meta, err := m.ReadMeta(spec.Box); err == nil {
 			m.TCG = meta.TCG
@@ -133,28 +137,27 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 	return m.Inspect(spec.Box)
 }
 
-// create asks, renders, creates the instance and records its metadata. What is missing (the
-// base image) is said before the user is asked to create anything.
+// create asks, renders, records the creating marker and creates the instance (not booted). What
+// is missing (the base image) is said before the user is asked to create anything.
 func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
-	if !spec.Create {
-		return fmt.Errorf("%w: %s", ErrNoBox, spec.Box)
-	}
-	img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv))
+	img, err := m.askCreate(spec)
 	if err != nil {
 		return err
-	}
-	if spec.Confirm != nil {
-		ok, err := spec.Confirm()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrDeclined
-		}
 	}
 	m.DecideTCG(ctx, img, spec.Notice)
 	r, err := m.RenderBox(ctx, spec, m.TCG)
 	if err != nil {
+		return err
+	}
+	meta := Meta{
+		Box: spec.Box, Project: spec.ProjectDir, Created: time.Now().UTC().Truncate(time.Second),
+		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
+		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort,
+		GuestScripts: spec.Bundle.ProductScripts(), State: StateCreating,
+	}
+	// The creating marker goes first, so that no Lima instance of this box exists without it
+	// (creating.go).
+	if err := m.WriteMeta(meta); err != nil {
 		return err
 	}
 	golden, err := m.createDisk(ctx, spec, r)
@@ -162,12 +165,30 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 		spec.Progress.Done("box "+spec.Box, err)
 		return err
 	}
-	return m.WriteMeta(Meta{
-		Box: spec.Box, Project: spec.ProjectDir, Created: time.Now().UTC().Truncate(time.Second),
-		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
-		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort, Golden: golden,
-		GuestScripts: spec.Bundle.ProductScripts(),
-	})
+	meta.Golden = golden
+	return m.WriteMeta(meta)
+}
+
+// askCreate refuses a creation that is not allowed, says what is missing (the base image), and
+// asks; it returns the base image.
+func (m *Manager) askCreate(spec BoxSpec) (Image, error) {
+	if !spec.Create {
+		return Image{}, fmt.Errorf("%w: %s", ErrNoBox, spec.Box)
+	}
+	img, err := FindImage(ImageDirs(m.Home.Images(), os.Getenv))
+	if err != nil {
+		return Image{}, err
+	}
+	if spec.Confirm != nil {
+		ok, err := spec.Confirm()
+		if err != nil {
+			return Image{}, err
+		}
+		if !ok {
+			return Image{}, ErrDeclined
+		}
+	}
+	return img, nil
 }
 
 // ErrMountMode is returned when an existing box's mount mode (its project mounted, or nothing

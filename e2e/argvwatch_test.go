@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// argvShortest is the lifetime of the shortest host process an argvWatch must see: its command
+// line is read within this time of its exec, or the watch fails the test.
+const argvShortest = 50 * time.Millisecond
+
+// argvWatch looks for a secret on the command line of every host process, from before the
+// command under test starts until stop: every process already running when it starts or still
+// running when it stops, and every process that execs in between, which the kernel announces
+// at once through the process events connector (netlink, root only). A scan every so often would
+// miss short processes on a loaded machine (a pass over /proc took 100-300 ms here under load);
+// the events cannot. A control process that lives argvShortest with a marker on its argv runs
+// first, and stop fails the test unless its exec was seen and read, or when the kernel dropped
+// events (the socket's buffer overflowed).
+type argvWatch struct {
+	secret, marker string
+	fd             int
+	done, quit     chan struct{}
+	mu             sync.Mutex
+	leaks          map[string]bool
+	marked, lost   bool
+	execs          int
+	worst          time.Duration // the longest exec-to-read, or pass-to-pass span when polling
+	err            error
+}
+
+// Process events connector constants (linux/connector.h, linux/cn_proc.h).
+const (
+	cnIdxProc          = 1
+	cnValProc          = 1
+	procCnMcastListen  = 1
+	procEventExec      = 2
+	nlmsgHdrLen        = 16
+	cnMsgLen           = 20
+	procEventHeaderLen = 16 // what, cpu, timestamp_ns
+)
+
+// watchArgv starts watching for secret and runs the control process.
+func watchArgv(t *testing.T, secret string) *argvWatch {
+	t.Helper()
+	w := &argvWatch{secret: secret, marker: "argv-watch-control-" + randomSecret(t), done: make(chan struct{}),
+		quit: make(chan struct{}), leaks: map[string]bool{}, fd: -1}
+	if err := w.listen(); err != nil {
+		// Not root: pass after pass over /proc instead, and stop says whether they were fast
+		// enough to promise anything.
+		t.Logf("argv watch: no process events connector (%v): scanning /proc pass after pass", err)
+		go w.poll()
+	} else {
+		go w.run()
+	}
+	w.pass()
+	ctl := exec.Command("sh", "-c", "sleep 0.05", "sh", w.marker)
+	if err := ctl.Run(); err != nil {
+		t.Fatalf("argv watch control process: %v", err)
+	}
+	return w
+}
+
+// listen subscribes to the kernel's process events.
+func (w *argvWatch) listen() error {
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM, syscall.NETLINK_CONNECTOR)
+	if err != nil {
+		return err
+	}
+	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 8<<20)
+	tv := syscall.NsecToTimeval(int64(100 * time.Millisecond))
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK, Groups: cnIdxProc}); err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	msg := make([]byte, nlmsgHdrLen+cnMsgLen+4)
+	le := binary.LittleEndian
+	le.PutUint32(msg[0:], uint32(len(msg)))
+	le.PutUint16(msg[4:], syscall.NLMSG_DONE)
+	le.PutUint32(msg[16:], cnIdxProc)
+	le.PutUint32(msg[20:], cnValProc)
+	le.PutUint16(msg[32:], 4)
+	le.PutUint32(msg[36:], procCnMcastListen)
+	if err := syscall.Sendto(fd, msg, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	w.fd = fd
+	return nil
+}
+
+// run reads exec events until quit, reading each new process's command line, then closes the
+// socket.
+func (w *argvWatch) run() {
+	defer close(w.done)
+	defer syscall.Close(w.fd)
+	buf := make([]byte, 64<<10)
+	for {
+		select {
+		case <-w.quit:
+			return
+		default:
+		}
+		n, _, err := syscall.Recvfrom(w.fd, buf, 0) // wakes every 100 ms (SO_RCVTIMEO)
+		switch {
+		case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.ENOBUFS):
+			w.mu.Lock()
+			w.lost = true
+			w.mu.Unlock()
+			continue
+		case err != nil:
+			w.mu.Lock()
+			w.err = err
+			w.mu.Unlock()
+			return
+		}
+		w.events(buf[:n])
+	}
+}
+
+// events handles one datagram of netlink messages.
+func (w *argvWatch) events(b []byte) {
+	le := binary.LittleEndian
+	for len(b) >= nlmsgHdrLen {
+		l := int(le.Uint32(b))
+		if l < nlmsgHdrLen || l > len(b) {
+			return
+		}
+		ev := b[nlmsgHdrLen+cnMsgLen : l]
+		if len(ev) >= procEventHeaderLen+8 && le.Uint32(ev) == procEventExec {
+			// The event's timestamp is the kernel's CLOCK_MONOTONIC at the exec: the time to
+			// the read below includes any wait in the socket's queue.
+			since := monotonicNow() - time.Duration(le.Uint64(ev[8:]))
+			pid := int(le.Uint32(ev[procEventHeaderLen:]))
+			w.check("/proc/"+strconv.Itoa(pid)+"/cmdline", time.Now().Add(-since))
+		}
+		b = b[(l+3)&^3:]
+	}
+}
+
+// check reads one process's command line.
+func (w *argvWatch) check(p string, at time.Time) {
+	b, err := os.ReadFile(p)
+	took := time.Since(at)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.execs++
+	if took > w.worst {
+		w.worst = took
+	}
+	if err != nil {
+		return
+	}
+	s := string(b)
+	if strings.Contains(s, w.marker) {
+		w.marked = true
+	}
+	if strings.Contains(s, w.secret) {
+		w.leaks[p+": "+strings.ReplaceAll(s, "\x00", " ")] = true
+	}
+}
+
+// poll is run without the connector: passes over /proc until quit. A process is seen when it
+// is alive at a pass's listing and still alive when read, so the span from one pass's start to
+// the end of the next is what a process must outlive; it is recorded as worst.
+func (w *argvWatch) poll() {
+	defer close(w.done)
+	prev := time.Time{}
+	for {
+		select {
+		case <-w.quit:
+			return
+		default:
+		}
+		start := time.Now()
+		w.pass()
+		w.mu.Lock()
+		if !prev.IsZero() && time.Since(prev) > w.worst {
+			w.worst = time.Since(prev)
+		}
+		w.mu.Unlock()
+		prev = start
+	}
+}
+
+// pass reads every running process's command line.
+func (w *argvWatch) pass() {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		w.check(p, time.Now())
+	}
+}
+
+// stop ends the watch and returns every host argv that held the secret; it fails the test when
+// the watch could have missed one.
+func (w *argvWatch) stop(t *testing.T) []string {
+	t.Helper()
+	w.pass()
+	close(w.quit)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("argv watch: %d command lines read, the slowest %v after its exec", w.execs, w.worst)
+	if !w.marked {
+		t.Errorf("the argv watch never saw its control process (alive %v with a marker on its argv): it cannot see a leak either", argvShortest)
+	}
+	if w.lost || w.err != nil {
+		t.Errorf("the argv watch lost process events (overflow %v, error %v): a leak could have been missed", w.lost, w.err)
+	}
+	if w.worst >= argvShortest {
+		t.Errorf("the argv watch read a command line %v after its exec, or took that long over two passes (want under %v): a short process could have been missed", w.worst, argvShortest)
+	}
+	var out []string
+	for l := range w.leaks {
+		out = append(out, l)
+	}
+	return out
+}
+
+// monotonicNow is CLOCK_MONOTONIC, the clock of the process events' timestamps.
+func monotonicNow() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
