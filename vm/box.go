@@ -181,6 +181,10 @@ type Meta struct {
 	// GuestScripts are the product's guest scripts rendered into the box at creation
 	// (provision.Bundle.ProductScripts); nil for a box made before they were recorded.
 	GuestScripts map[string]string `json:"guestScripts,omitempty"`
+	// Mounts and Ports are the box's `mounts` and `ports` entries as written when it was
+	// created: its Lima instance keeps them (session/extra.go refuses a box that differs).
+	Mounts []string `json:"mounts,omitempty"`
+	Ports  []string `json:"ports,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.

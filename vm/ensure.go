@@ -172,6 +172,7 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
 		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort, Golden: golden,
 		GuestScripts: spec.Bundle.ProductScripts(),
+		Mounts:       spec.Config.Mounts, Ports: spec.Config.Ports,
 	})
 }
 
