@@ -142,8 +142,8 @@ func PortsFree(cfg *policy.Config) error {
 // configuration now says.
 var ErrBoxKeysChanged = errors.New("the box was created with other mounts or ports")
 
-// checkBoxKeys refuses an existing box whose recorded mounts or ports differ from cfg's.
-func checkBoxKeys(box string, meta vm.Meta, cfg *policy.Config) error {
+// CheckBoxKeys refuses an existing box whose recorded mounts or ports differ from cfg's.
+func CheckBoxKeys(box string, meta vm.Meta, cfg *policy.Config) error {
 	var diffs []string
 	for _, k := range []struct {
 		key       string
@@ -180,7 +180,7 @@ func orNone(v []string) []string {
 // configuration, and, when it is not running, a ports entry whose host port is in use.
 func (b *Box) checkHostKeys(meta vm.Meta, st vm.Status) error {
 	if st.Exists() {
-		if err := checkBoxKeys(b.Name, meta, b.Config); err != nil {
+		if err := CheckBoxKeys(b.Name, meta, b.Config); err != nil {
 			return err
 		}
 	}

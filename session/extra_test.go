@@ -197,9 +197,9 @@ func TestCheckBoxKeys(t *testing.T) {
 	} {
 		cfg := policy.Default()
 		cfg.Mounts, cfg.Ports = c.wantM, c.wP
-		err := checkBoxKeys("b", vm.Meta{Mounts: c.hadM, Ports: c.hadP}, cfg)
+		err := CheckBoxKeys("b", vm.Meta{Mounts: c.hadM, Ports: c.hadP}, cfg)
 		if (err != nil) != c.bad || err != nil && (!errors.Is(err, ErrBoxKeysChanged) || !strings.Contains(hint.Of(err), "delete")) {
-			t.Errorf("%s: checkBoxKeys = %v (hint %q), want refused %v", c.name, err, hint.Of(err), c.bad)
+			t.Errorf("%s: CheckBoxKeys = %v (hint %q), want refused %v", c.name, err, hint.Of(err), c.bad)
 		}
 	}
 }
