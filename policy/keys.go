@@ -202,7 +202,7 @@ var keys = slices.Concat([]KeySpec{
 		Doc: "The box name, instead of the one derived from the checkout's path.",
 		Why: "could select another project's box and its state", field: func(c *Config) any { return &c.Name }},
 	{Name: "ports", Class: TrustedOnly, Kind: KindStrings, Example: `["8080:8080"]`,
-		Doc: "Ports forwarded from the host's 127.0.0.1 (never another address) to the box, HOSTPORT:GUESTPORT, HOSTPORT at least 1024; no other guest port is forwarded, and an editor's SSH port forwards reach only these GUESTPORTs. A HOSTPORT already in use is refused before the box starts. A change takes effect only in a new box.",
+		Doc: "Ports forwarded from the host's 127.0.0.1 (never another address) to the box, HOSTPORT:GUESTPORT, HOSTPORT at least 1024; no other guest port is forwarded by the box itself. Not covered: port forwards an SSH client (an editor) asks for over its own connection. A HOSTPORT already in use is refused before the box starts. A change takes effect only in a new box.",
 		Why: "opens listeners on the host", field: func(c *Config) any { return &c.Ports }},
 	{Name: "ssh_agent", Class: TrustedOnly, Kind: KindBool, Example: "false",
 		Doc: "Forward the host's SSH agent into sessions.",
