@@ -215,3 +215,21 @@ func TestRefuseCloneMounts(t *testing.T) {
 		t.Errorf("clone mode with mounts = %v, want a refusal naming the entry", err)
 	}
 }
+
+// TestStatusForwardedPorts: status reports the host ports of the ports entries the box was made
+// with; the control is a box made without any.
+func TestStatusForwardedPorts(t *testing.T) {
+	h, m := statusHome(t)
+	if err := m.WriteMeta(vm.Meta{Box: "b1", Network: "full"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustStatus(t, h, m, "b1"); len(r.ForwardedPorts) != 0 {
+		t.Errorf("control: a box without ports forwards %v", r.ForwardedPorts)
+	}
+	if err := m.WriteMeta(vm.Meta{Box: "b1", Network: "full", Ports: []string{"18080:8080", "19000:3000"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustStatus(t, h, m, "b1"); len(r.ForwardedPorts) != 2 || r.ForwardedPorts[0] != 18080 || r.ForwardedPorts[1] != 19000 {
+		t.Errorf("forwarded ports = %v, want [18080 19000]", r.ForwardedPorts)
+	}
+}
