@@ -61,6 +61,7 @@ func checkValue(s setting, top string) string {
 				return p
 			}
 		}
+		return checkItemSet(spec.Name, v)
 	}
 	return ""
 }
@@ -125,12 +126,13 @@ func checkItem(key, v, top string) string {
 			return fmt.Sprintf("has an invalid broker name %q", v)
 		}
 	case "ports":
-		h, g, ok := strings.Cut(v, ":")
-		if !ok || !portOK(h) || !portOK(g) {
-			return fmt.Sprintf("has an invalid entry %q: want HOSTPORT:GUESTPORT", v)
+		if _, err := ParsePort(v); err != nil {
+			return "has an invalid " + err.Error()
 		}
 	case "mounts":
-		return checkMount(v)
+		if _, err := ParseMount(v); err != nil {
+			return "has an invalid " + err.Error()
+		}
 	}
 	return ""
 }
@@ -269,19 +271,18 @@ func portOK(s string) bool {
 	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == s
 }
 
-// checkMount checks HOSTPATH:GUESTPATH[:ro].
-func checkMount(v string) string {
-	parts := strings.Split(v, ":")
-	if len(parts) == 3 && parts[2] == "ro" {
-		parts = parts[:2]
+// checkItemSet checks the entries of one array together: mounts may not share or nest guest
+// paths, ports may not share a host port (mounts.go).
+func checkItemSet(key string, v []string) string {
+	var err error
+	switch key {
+	case "mounts":
+		_, err = ParseMounts(v)
+	case "ports":
+		_, err = ParsePorts(v)
 	}
-	if len(parts) != 2 || visible.Has(v) {
-		return fmt.Sprintf("has an invalid mount %q: want HOSTPATH:GUESTPATH[:ro]", v)
-	}
-	for _, p := range parts {
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-			return fmt.Sprintf("has an invalid mount %q: paths must be absolute and clean", v)
-		}
+	if err != nil {
+		return "has a conflict: " + strings.ReplaceAll(err.Error(), "\n", "; ")
 	}
 	return ""
 }

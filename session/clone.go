@@ -77,6 +77,14 @@ func OpenClone(ctx context.Context, req CloneRequest) (*Box, error) {
 	if len(b.Config.Provision) > 0 {
 		req.notice("provision scripts are not run in a clone-mode box (they run from a mounted checkout); packages are installed")
 	}
+	if err := refuseCloneMounts(b.Config); err != nil { // extra.go
+		return nil, err
+	}
+	if st, err := m.Inspect(req.Box); err == nil && (req.Config != nil || req.Create) {
+		if err := b.checkHostKeys(meta, st); err != nil {
+			return nil, err
+		}
+	}
 	spec := b.spec(req.Request)
 	spec.NoProjectMount, spec.Create = true, req.Create && !req.NoCreate
 	if b.Status, err = m.Ensure(ctx, spec); err != nil {

@@ -56,6 +56,10 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if err := h.CheckProjectMount(p.TopLevel, req.Getenv); err != nil {
 		return nil, mountHint(err)
 	}
+	extra, err := ExtraMounts(h, cfg, p.TopLevel, req.Getenv) // extra.go
+	if err != nil {
+		return nil, err
+	}
 	done = trace.Step("preflight")
 	err = preflight(ctx, req, h, p.Box, p.TopLevel, cfg)
 	done()
@@ -92,8 +96,11 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 			return nil, err
 		}
 	}
+	if err := b.checkHostKeys(meta, st); err != nil { // extra.go: stale box, ports in use
+		return nil, err
+	}
 	spec := b.spec(req)
-	spec.Golden = b.Config.Golden && !req.NoGolden
+	spec.Golden, spec.ExtraMounts = b.Config.Golden && !req.NoGolden, extra
 	done = trace.Step("before session (snapshot, idle stop)")
 	BeforeSession(ctx, m, p.Box, b.Config, req.notice)
 	done()

@@ -26,6 +26,7 @@ import (
 	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -54,8 +55,8 @@ type StatusReport struct {
 	// LastGuard is the newest guard check outcome in the audit log; nil when none is recorded.
 	LastGuard *GuardOutcome `json:"lastGuard"`
 	Sessions  SessionState  `json:"sessions"`
-	// ForwardedPorts is empty: the box's template ignores every guest port (no Lima port
-	// forward) and the `ports` key is not applied yet.
+	// ForwardedPorts are the host ports (on 127.0.0.1) of the `ports` entries the box was
+	// created with; every other guest port is ignored by its template.
 	ForwardedPorts []int     `json:"forwardedPorts"`
 	Disk           DiskUsage `json:"disk"`
 	// Denials are the newest egress denials, newest first, at most StatusDenials.
@@ -182,6 +183,11 @@ func (r *StatusReport) readMeta(h home.Home) error {
 		r.Created = &c
 	}
 	r.Broker = BrokerState{Port: meta.BrokerPort, PID: meta.BrokerPID, Running: broker.ChildRunning(meta.BrokerPID, r.Box)}
+	if ps, err := policy.ParsePorts(meta.Ports); err == nil {
+		for _, p := range ps {
+			r.ForwardedPorts = append(r.ForwardedPorts, p.Host)
+		}
+	}
 	return nil
 }
 

@@ -184,6 +184,10 @@ type Meta struct {
 	// State is StateCreating from before `limactl create` until the new box first reached
 	// READY, "" after (creating.go).
 	State string `json:"state,omitempty"`
+	// Mounts and Ports are the box's `mounts` and `ports` entries as written when it was
+	// created: its Lima instance keeps them (session/extra.go refuses a box that differs).
+	Mounts []string `json:"mounts,omitempty"`
+	Ports  []string `json:"ports,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.

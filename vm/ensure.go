@@ -39,6 +39,8 @@ type BoxSpec struct {
 	// Golden creates a new box as an overlay of the golden base of its guest recipe (built
 	// first when missing) instead of from scratch.
 	Golden bool
+	// ExtraMounts are the box's checked `mounts` entries (extra.go).
+	ExtraMounts []ExtraMount
 }
 
 // ErrDeclined is returned when the user answers no to creating a box.
@@ -50,6 +52,8 @@ type Rendered struct {
 	Hash      string
 	Image     Image
 	MountType string
+	// ExtraMounts counts the template's `mounts` entries: such a box never resumes a golden state.
+	ExtraMounts int
 }
 
 // RenderBox renders and validates spec's template the way Ensure would, with tcg as given.
@@ -62,6 +66,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	y, err := Render(TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: spec.ProjectDir,
 		NoProjectMount: spec.NoProjectMount, MountSource: spec.MountSource, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
+		ExtraMounts: spec.ExtraMounts,
 	})
 	if err != nil {
 		return Rendered{}, err
@@ -73,7 +78,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	if err := Validate(b, m.Home.BoxTemplate(spec.Box)); err != nil {
 		return Rendered{}, err
 	}
-	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt}, nil
+	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt, ExtraMounts: len(spec.ExtraMounts)}, nil
 }
 
 // DecideTCG runs (or reads) the KVM probe for img and sets m.TCG, printing the one-line notice
@@ -154,6 +159,7 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
 		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort,
 		GuestScripts: spec.Bundle.ProductScripts(), State: StateCreating,
+		Mounts: spec.Config.Mounts, Ports: spec.Config.Ports,
 	}
 	// The creating marker goes first, so that no Lima instance of this box exists without it
 	// (creating.go).

@@ -55,6 +55,7 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 	// state is saved.
 	src := spec
 	src.Box, src.NoProjectMount, src.Bundle = name, true, spec.Bundle.Recipe()
+	src.Config, src.ExtraMounts = recipeConfig(spec.Config), nil // no host mount, no host port
 	recipe := scriptHashes(src.Bundle.Scripts)
 	probe, err := m.RenderBox(ctx, spec, m.TCG)
 	if err != nil {

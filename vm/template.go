@@ -44,6 +44,8 @@ type TemplateOptions struct {
 	MountType string
 	// TCG selects software emulation: cpuType max (MACHINE.md).
 	TCG bool
+	// ExtraMounts are the checked `mounts` entries (extra.go).
+	ExtraMounts []ExtraMount
 }
 
 // kernelCmdline boots the recipe's bare ext4 root filesystem directly.
@@ -56,6 +58,10 @@ func Render(o TemplateOptions) (*limayaml.LimaYAML, error) {
 		return nil, err
 	}
 	c := o.Config
+	forwards, err := portForwards(c)
+	if err != nil {
+		return nil, err
+	}
 	y := &limayaml.LimaYAML{
 		OS:         ptr(limayaml.LINUX),
 		Arch:       ptr(o.Arch),
@@ -63,15 +69,12 @@ func Render(o TemplateOptions) (*limayaml.LimaYAML, error) {
 		Memory:     ptr(c.Memory),
 		Disk:       ptr(c.Disk),
 		Images:     []limayaml.Image{image(o)},
-		Mounts:     mounts(o),
+		Mounts:     append(mounts(o), extraMounts(o)...),
 		SSH:        limayaml.SSH{LocalPort: ptr(0), LoadDotSSHPubKeys: ptr(false), ForwardAgent: ptr(false), ForwardX11: ptr(false), ForwardX11Trusted: ptr(false)},
 		Containerd: limayaml.Containerd{System: ptr(false), User: ptr(false)},
 		Video:      limayaml.Video{Display: ptr("none")},
-		// Ignore every guest port: nothing in the box is published on the host by itself.
-		PortForwards: []limayaml.PortForward{{
-			GuestIP: []byte{0, 0, 0, 0}, GuestPortRange: [2]int{1, 65535}, HostPortRange: [2]int{1, 65535},
-			Proto: limayaml.ProtoAny, Ignore: true,
-		}},
+		// The ports entries from 127.0.0.1, then every other guest port ignored (extra.go).
+		PortForwards:      forwards,
 		HostResolver:      limayaml.HostResolver{Enabled: ptr(c.Network == policy.NetworkFull)},
 		PropagateProxyEnv: ptr(false),
 		UpgradePackages:   ptr(false),
@@ -131,6 +134,7 @@ func checkOptions(o TemplateOptions) error {
 	if o.Config.CPUs < 1 {
 		errs = append(errs, fmt.Errorf("render template: cpus = %d must be at least 1", o.Config.CPUs))
 	}
+	errs = append(errs, checkExtraMounts(o)...)
 	for i, s := range o.Bundle.Scripts {
 		if s.Mode != provision.ModeSystem && s.Mode != provision.ModeUser {
 			errs = append(errs, fmt.Errorf("render template: provision script %d %q: mode %q is not system or user", i, s.Name, s.Mode))

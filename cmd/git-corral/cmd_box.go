@@ -207,7 +207,14 @@ func (a *app) listEntry(ctx context.Context, m *vm.Manager, s vm.Status) listEnt
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
 		return e
 	}
-	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle}, meta.TCG)
+	var extra []vm.ExtraMount // the box's extra mounts, as a session renders them
+	if !meta.NoProjectMount {
+		if extra, err = session.ExtraMounts(m.Home, cfg, meta.Project, a.getenv); err != nil {
+			e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
+			return e
+		}
+	}
+	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle, ExtraMounts: extra}, meta.TCG)
 	switch {
 	case err != nil:
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()

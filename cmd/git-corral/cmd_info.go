@@ -34,6 +34,7 @@ type infoDoc struct {
 type boundary struct {
 	Network          string   `json:"network"`
 	Mounts           []string `json:"mounts"`
+	Ports            []string `json:"ports"`
 	ForwardedEnv     []string `json:"forwardedEnv"`
 	EnvFromHost      []string `json:"envFromHost"`
 	LiteralEnv       []string `json:"literalEnv"`
@@ -51,12 +52,12 @@ func boundaryOf(top string, cfg *policy.Config) *boundary {
 	if cfg.ReadonlyProject {
 		m += ", read-only"
 	}
-	b := &boundary{Network: string(cfg.Network), Mounts: append([]string{m + ")"}, cfg.Mounts...),
+	b := &boundary{Network: string(cfg.Network), Mounts: append([]string{m + ")"}, extraMountLines(cfg)...), Ports: portLines(cfg),
 		ForwardedEnv: append([]string{}, cfg.ForwardEnv...), EnvFile: cfg.EnvFile, Egress: append([]string{}, cfg.Egress...),
 		APIBrokers: append([]string{}, cfg.APIBrokers...), SSHAgent: cfg.SSHAgent, NoEnvPassthrough: cfg.NoEnvPassthrough,
 		EnvFromHost: []string{}, LiteralEnv: []string{}, GitTokenHosts: []string{}}
-	if cfg.Source == "clone" {
-		b.Mounts = cfg.Mounts
+	if cfg.Source == "clone" { // nothing of the host is mounted; mounts is refused there
+		b.Mounts = []string{}
 	}
 	for g := range cfg.EnvFromHost {
 		b.EnvFromHost = append(b.EnvFromHost, g)
@@ -116,6 +117,9 @@ func defineInfo(fs *pflag.FlagSet) runFunc {
 					fmt.Fprintf(a.stdout, "  %-8s %s\n", what, visible.String(strings.Join(v, ", ")))
 				}
 			}
+			for _, p := range b.Ports {
+				fmt.Fprintf(a.stdout, "  port     %s\n", visible.String(p))
+			}
 			list("env", append(append(append([]string{}, b.ForwardedEnv...), b.EnvFromHost...), b.LiteralEnv...))
 			list("tokens", b.GitTokenHosts)
 			list("egress", b.Egress)
@@ -149,4 +153,34 @@ func headName(p *project.Project) string {
 		return ref.Name().Short()
 	}
 	return ref.Hash().String()
+}
+
+// extraMountLines describes cfg's mounts entries as the box gets them: the host path as
+// written (checked when a session opens the box), the guest path, read-only unless :rw.
+func extraMountLines(cfg *policy.Config) []string {
+	var out []string
+	for _, e := range cfg.Mounts {
+		m, err := policy.ParseMount(e)
+		if err != nil {
+			out = append(out, e+" (refused: "+err.Error()+")")
+			continue
+		}
+		mode := "read-only"
+		if m.Writable {
+			mode = "writable"
+		}
+		out = append(out, fmt.Sprintf("%s (mounted at %s, %s)", m.Host, m.Guest, mode))
+	}
+	return out
+}
+
+// portLines describes cfg's ports entries: host loopback port to box port.
+func portLines(cfg *policy.Config) []string {
+	out := []string{}
+	for _, e := range cfg.Ports {
+		if p, err := policy.ParsePort(e); err == nil {
+			out = append(out, fmt.Sprintf("127.0.0.1:%d -> box port %d", p.Host, p.Guest))
+		}
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/atomicfile"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/provision"
@@ -113,9 +114,17 @@ func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, cf
 	if err != nil {
 		img = vm.Image{Hash: vm.RecipeHash(), Dir: filepath.Join(vm.SystemImageDir, vm.RecipeHash())}
 	}
+	h, err := home.Resolve(a.getenv)
+	if err != nil {
+		return err
+	}
+	extra, err := session.ExtraMounts(h, cfg, top, a.getenv) // checked as a session would
+	if err != nil {
+		return err
+	}
 	y, err := vm.Render(vm.TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: top, Config: cfg,
-		Bundle: b, Image: img, MountType: vm.MountTypeLinux(ctx), TCG: true,
+		Bundle: b, Image: img, MountType: vm.MountTypeLinux(ctx), TCG: true, ExtraMounts: extra,
 	})
 	if err != nil {
 		return err

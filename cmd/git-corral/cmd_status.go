@@ -83,7 +83,11 @@ func printStatus(w io.Writer, r session.StatusReport) {
 		line("guards", "no check recorded")
 	}
 	line("sessions", "%s", sessionsText(r.Sessions))
-	line("ports", "none forwarded")
+	if len(r.ForwardedPorts) == 0 {
+		line("ports", "none forwarded")
+	} else {
+		line("ports", "%s (127.0.0.1 only; 'git corral ports')", portList(r.ForwardedPorts))
+	}
 	if r.Exists {
 		line("disk", "%s (box disk %s)", bytesText(r.Disk.InstanceBytes), bytesText(r.Disk.DiffDiskBytes))
 	}

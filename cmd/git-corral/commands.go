@@ -66,6 +66,7 @@ func commands() []*command {
 		{name: "undo", group: groupMaintenance, usesBox: true, summary: "restore the stopped box to its newest snapshot", define: defineUndo},
 		{name: "gc", group: groupMaintenance, summary: "stop boxes idle longer than idle_stop", define: defineGC},
 		{name: "status", group: groupDaily, usesBox: true, summary: "show whether this repository's box exists and runs, its broker, guards, sessions and denials", define: defineStatus},
+		{name: "ports", group: groupDaily, usesBox: true, summary: "list the ports forwarded from the host's 127.0.0.1 into the box", define: definePorts},
 		{name: "info", group: groupDaily, summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "dashboard", group: groupDaily, summary: "a terminal UI of every box: state, mode, sessions, egress denials", define: defineDashboard},
 		{name: "audit", group: groupReview, usesBox: true, summary: "show the audit log of sessions and guards", define: defineAudit},
