@@ -75,6 +75,8 @@ allow = ["GET /items/*"]
 base_url_env = "MYAPI_BASE"
 `, upstream, upstream)
 	writeProjectConfig(t, box, route)
+	// Every host process from here on is watched for the key on its argv.
+	scan := watchArgv(t, key)
 	suite.env = []string{"CORRAL_E2E_API_KEY=" + key}
 	t.Cleanup(func() { suite.env = nil })
 
@@ -116,7 +118,7 @@ base_url_env = "MYAPI_BASE"
 		if hits := grepTree(suite.home, key); len(hits) > 0 {
 			t.Errorf("the key is in files under CORRAL_HOME: %v", hits)
 		}
-		if leaks := hostArgvLeaks(key); len(leaks) > 0 {
+		if leaks := scan.stop(t); len(leaks) > 0 {
 			t.Errorf("the key is on a host argv: %v", leaks)
 		}
 		r := corral(t, dir, nil, "egress", "--json")
