@@ -103,9 +103,7 @@ func TestKeysMountsPorts(t *testing.T) {
 
 	t.Run("the forwarded port answers on the host's 127.0.0.1; another guest port does not", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--", "sh", "-c",
-			`mkdir -p /tmp/s80 /tmp/s81 && echo port-8080-marker > /tmp/s80/m && echo port-8081-marker > /tmp/s81/m && `+
-				`cd /tmp/s80 && setsid -f python3 -m http.server 8080 >/dev/null 2>&1 && `+
-				`cd /tmp/s81 && setsid -f python3 -m http.server 8081 >/dev/null 2>&1; sleep 1; echo started`)
+			guestHTTP+` 8080 port-8080-marker && `+guestHTTP+` 8081 port-8081-marker; sleep 1; echo started`)
 		if r.code != 0 || !strings.Contains(r.stdout, "started") {
 			t.Fatalf("start the guest listeners: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
@@ -116,7 +114,7 @@ func TestKeysMountsPorts(t *testing.T) {
 		if got, _ := httpGet("http://127.0.0.1:8081/m"); strings.Contains(got, "port-8081-marker") {
 			t.Errorf("guest port 8081, which ports does not name, answers on the host: %q", got)
 		}
-		r = corral(t, dir, nil, "run", "--", "sh", "-c", `python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:8081/m").read().decode())'`)
+		r = corral(t, dir, nil, "run", "--", "bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/8081 && printf 'GET /m HTTP/1.0\r\n\r\n' >&3 && cat <&3`)
 		if !strings.Contains(r.stdout, "port-8081-marker") {
 			t.Errorf("control: the 8081 listener does not answer inside the box: %q %q", r.stdout, r.stderr)
 		}
@@ -149,3 +147,7 @@ func TestKeysMountsPorts(t *testing.T) {
 		}
 	})
 }
+
+// guestHTTP starts, detached, a one-line HTTP server in the box (the image has perl-base, not
+// python3): guestHTTP+" PORT BODY" answers every request on 0.0.0.0:PORT with BODY.
+const guestHTTP = `setsid -f perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "0.0.0.0", LocalPort => $ARGV[0], Listen => 5, ReuseAddr => 1) or die "listen: $!"; while ($c = $s->accept) { <$c>; print $c "HTTP/1.0 200 OK\r\n\r\n$ARGV[1]\n"; close $c }' >/dev/null 2>&1`
