@@ -146,8 +146,8 @@ func seedAgent(root *os.Root, a agents.Agent, hostHome string) (skipped []string
 	defer host.Close()
 	for _, rel := range a.StateDirs {
 		dst := filepath.Join(a.Name, rel)
-		if _, err := root.Lstat(dst); err == nil {
-			continue // the box has state of its own: seeded means once
+		if fi, err := root.Lstat(dst); err == nil && (!fi.IsDir() || root.Remove(dst) != nil) {
+			continue // the box has state of its own (not an empty directory): kept
 		}
 		if fi, err := host.Lstat(rel); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
 			if err == nil {

@@ -1,0 +1,67 @@
+package session
+
+// This file installs the session's agent on first use. Its rules:
+//
+//   - `start` whose default_agent names a catalogue agent, and any command whose first word
+//     names one, gets that agent's pinned version into the store before it runs (for start,
+//     before the box boots), with progress on stderr. An agent already in the store is not
+//     fetched again.
+//   - Installing happens on the host (package agents: fetched, verified, extracted there) and
+//     reaches the box through the read-only store mount, so it never depends on the box's
+//     network: offline and broker boxes get the agent too.
+//   - A failed install refuses the session, naming the agent and the next command to try.
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/git-corral/git-corral/agents"
+	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/hint"
+)
+
+// EnsureAgentInstalled installs a's pinned version into h's store unless it is there,
+// writing progress to progress (may be nil). It reports whether it installed.
+func EnsureAgentInstalled(ctx context.Context, h home.Home, a agents.Agent, progress io.Writer) (bool, error) {
+	st := agents.Open(h.Dir, agents.Options{})
+	want := st.Version(a)
+	if inst, err := st.Installed(); err == nil {
+		for _, i := range inst {
+			if i.Name == a.Name && i.Version == want {
+				return false, nil
+			}
+		}
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	fmt.Fprintf(progress, "corral: installing agent %s %s (%s) into %s, once\n", a.Name, want, a.Package, h.AgentStore())
+	if _, err := st.Ensure(ctx, a, want, progress); err != nil {
+		return false, hint.With(fmt.Errorf("install agent %s %s: %w", a.Name, want, err),
+			fmt.Sprintf("try 'git corral agents install %s' to see why, or set default_agent to a command the box has", a.Name))
+	}
+	return true, nil
+}
+
+// ensureSessionAgent installs the agent argv's first word names, or for start default_agent's.
+func (b *Box) ensureSessionAgent(ctx context.Context, argv []string) error {
+	a, ok := installTarget(b.req.Cmd, argv, b.Config.DefaultAgent)
+	if !ok || b.Agents.Store == "" {
+		return nil
+	}
+	_, err := EnsureAgentInstalled(ctx, b.Manager.Home, a, b.req.UI.Stderr)
+	return err
+}
+
+// installTarget is the agent a session installs on first use: the one argv's first word
+// names; with no argv, for start, default_agent's.
+func installTarget(cmd string, argv []string, defaultAgent string) (agents.Agent, bool) {
+	if len(argv) > 0 {
+		return AgentFor(argv[:1], "")
+	}
+	if cmd == "start" {
+		return AgentFor(nil, defaultAgent)
+	}
+	return agents.Agent{}, false
+}
