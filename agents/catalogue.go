@@ -65,9 +65,12 @@ type Agent struct {
 	DefaultVersion string
 	// Platform says where the native build for the guest's platform lives.
 	Platform PlatformRule
-	// Bin is the program to run, relative to the store entry's directory (the main package is
-	// extracted under "package/", a platform package under "platform/").
+	// Bin is the package's own program (package.json "bin"), relative to the package.
 	Bin string
+	// PlatformBin, when set, is the native program inside the platform package that the
+	// package's postinstall script would put in place of Bin; the launcher runs it directly
+	// (the host never runs that script).
+	PlatformBin string
 	// NeedsNode says Bin is a JavaScript file run by the store's pinned Node runtime.
 	NeedsNode bool
 	// AuthEnv are the environment variables that carry the agent's credentials.
@@ -88,21 +91,21 @@ const DefaultNodeVersion = "22.23.5"
 var catalogue = []Agent{
 	{
 		Name: "claude", Package: "@anthropic-ai/claude-code", DefaultVersion: "2.1.332",
-		Platform: SuffixPackage, Bin: "platform/claude",
+		Platform: SuffixPackage, Bin: "bin/claude.exe", PlatformBin: "claude",
 		AuthEnv:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 		StateDirs: []string{".claude", ".claude.json"},
 		APIHosts:  []string{"api.anthropic.com", "claude.ai", "console.anthropic.com", "statsig.anthropic.com"},
 	},
 	{
 		Name: "codex", Package: "@openai/codex", DefaultVersion: "0.171.0",
-		Platform: SuffixVersion, Bin: "package/bin/codex.js", NeedsNode: true,
+		Platform: SuffixVersion, Bin: "bin/codex.js", NeedsNode: true,
 		AuthEnv:   []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 		StateDirs: []string{".codex"},
 		APIHosts:  []string{"api.openai.com", "chatgpt.com", "auth.openai.com"},
 	},
 	{
 		Name: "gemini", Package: "@google/gemini-cli", DefaultVersion: "0.61.0",
-		Platform: NoPlatformPackage, Bin: "package/bundle/gemini.js", NeedsNode: true,
+		Platform: NoPlatformPackage, Bin: "bundle/gemini.js", NeedsNode: true,
 		AuthEnv:   []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT"},
 		StateDirs: []string{".gemini"},
 		APIHosts:  []string{"generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com", "accounts.google.com"},
@@ -137,16 +140,27 @@ func Lookup(name string) (Agent, error) {
 	return Agent{}, fmt.Errorf("agent %q is not in the catalogue (known: %s)", name, strings.Join(Names(), ", "))
 }
 
-// PlatformSpec returns the package that holds the agent's native build of version for p, and
-// false when the agent has none.
-func (a Agent) PlatformSpec(version string, p Platform) (Spec, bool) {
+// PlatformSpec returns the package that holds the agent's native build of version for p, the
+// name it is installed under in node_modules (an npm alias for SuffixVersion), and false when
+// the agent has none.
+func (a Agent) PlatformSpec(version string, p Platform) (spec Spec, installAs string, ok bool) {
+	installAs = a.Package + "-" + string(p)
 	switch a.Platform {
 	case SuffixPackage:
-		return Spec{Package: a.Package + "-" + string(p), Version: version}, true
+		return Spec{Package: installAs, Version: version}, installAs, true
 	case SuffixVersion:
-		return Spec{Package: a.Package, Version: version + "-" + string(p)}, true
+		return Spec{Package: a.Package, Version: version + "-" + string(p)}, installAs, true
 	}
-	return Spec{}, false
+	return Spec{}, "", false
+}
+
+// Program is the path of the program the launcher runs, relative to a store entry (whose
+// packages sit in node_modules/ as npm would install them).
+func (a Agent) Program(p Platform) string {
+	if _, as, ok := a.PlatformSpec("", p); ok && a.PlatformBin != "" {
+		return "node_modules/" + as + "/" + a.PlatformBin
+	}
+	return "node_modules/" + a.Package + "/" + a.Bin
 }
 
 func (a Agent) clone() Agent {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -111,6 +112,8 @@ type Installed struct {
 	Dir       string   `json:"dir"`
 	Launcher  string   `json:"launcher,omitempty"`
 	Installed string   `json:"installedAt"`
+	// Problem says why the entry failed its check; such an entry is fetched again on use.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Locked is one package a store entry was built from, with the integrity it was verified by.
@@ -133,41 +136,133 @@ func (s *Store) Version(a Agent) string {
 // points its launcher at it. An entry already there is rechecked against its manifest (full
 // hash); a mismatch deletes it and fetches again. Progress lines go to progress (may be nil).
 func (s *Store) Ensure(ctx context.Context, agent Agent, version string, progress io.Writer) (Installed, error) {
-	return Installed{}, fmt.Errorf("ensure agent %q: not implemented yet", agent.Name)
+	if version == "" {
+		version = s.Version(agent)
+	}
+	if err := validVersion(version); err != nil {
+		return Installed{}, fmt.Errorf("install agent %q: %w", agent.Name, err)
+	}
+	node := ""
+	if agent.NeedsNode {
+		node = DefaultNodeVersion
+		if _, err := s.ensureNode(ctx, node, progress); err != nil {
+			return Installed{}, fmt.Errorf("install agent %q: node runtime: %w", agent.Name, err)
+		}
+	}
+	parts := []part{{spec: Spec{Package: agent.Package, Version: version}, dest: "node_modules/" + agent.Package}}
+	if spec, as, ok := agent.PlatformSpec(version, s.opt.Platform); ok {
+		parts = append(parts, part{spec: spec, dest: "node_modules/" + as})
+	}
+	m, err := s.ensureEntry(ctx, agent.Name, version, node, parts, progress)
+	if err != nil {
+		return Installed{}, fmt.Errorf("install agent %q %s: %w", agent.Name, version, err)
+	}
+	launcher, err := s.writeLauncher(agent, version, node)
+	if err != nil {
+		return Installed{}, err
+	}
+	inst := s.installed(m)
+	inst.Launcher = launcher
+	return inst, nil
 }
 
-// Installed lists every agent version in the store, verified quickly (size and mtime).
+// ensureNode makes the Node runtime version present and verified in the store.
+func (s *Store) ensureNode(ctx context.Context, version string, progress io.Writer) (manifest, error) {
+	spec := Spec{Package: NodePackage(s.opt.Platform), Version: version}
+	return s.ensureEntry(ctx, "node", version, "", []part{{spec: spec, dest: "."}}, progress)
+}
+
+// installed describes a verified entry.
+func (s *Store) installed(m manifest) Installed {
+	return Installed{Name: m.Name, Version: m.Version, Platform: m.Platform, Packages: m.Packages,
+		Node: m.Node, Dir: s.entryDir(m.Name, m.Version), Installed: m.Installed.Format(time.RFC3339)}
+}
+
+// Installed lists every agent version in the store (the Node runtime is not an agent), checked
+// quickly against its manifest (size, mode and mtime); an entry that fails has Problem set.
 func (s *Store) Installed() ([]Installed, error) {
-	return nil, errors.New("list agents: not implemented yet")
+	var out []Installed
+	for _, a := range catalogue {
+		versions, err := s.versions(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("list agents: %w", err)
+		}
+		for _, v := range versions {
+			m, err := checkEntry(s.entryDir(a.Name, v), false)
+			inst := s.installed(m)
+			inst.Name, inst.Version, inst.Dir = a.Name, v, s.entryDir(a.Name, v)
+			if err != nil {
+				inst.Problem = err.Error()
+			} else if s.current(a.Name) == v {
+				inst.Launcher = filepath.Join(StoreDir(s.home), "bin", a.Name)
+			}
+			out = append(out, inst)
+		}
+	}
+	return out, nil
 }
 
-// Verify rechecks every store entry against its manifest with full hashes; it deletes each
-// entry that does not match and returns the names of what it deleted.
+// versions lists the version directories of name in the store, skipping staging directories.
+func (s *Store) versions(name string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(StoreDir(s.home), name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && validVersion(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// current returns the version store/bin/<name> runs, or "".
+func (s *Store) current(name string) string {
+	v, _ := os.Readlink(filepath.Join(StoreDir(s.home), "bin", name+".version"))
+	return v
+}
+
+// Verify rechecks every store entry (Node runtimes included) against its manifest with full
+// hashes; it deletes each entry that does not match and returns "name@version" of each.
 func (s *Store) Verify(ctx context.Context) ([]string, error) {
-	return nil, errors.New("verify agents: not implemented yet")
+	var deleted []string
+	for _, name := range append(Names(), "node") {
+		versions, err := s.versions(name)
+		if err != nil {
+			return deleted, fmt.Errorf("verify agents: %w", err)
+		}
+		for _, v := range versions {
+			if err := ctx.Err(); err != nil {
+				return deleted, err
+			}
+			dir := s.entryDir(name, v)
+			if _, err := checkEntry(dir, true); err == nil {
+				continue
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				return deleted, fmt.Errorf("verify agents: remove %q: %w", dir, err)
+			}
+			deleted = append(deleted, name+"@"+v)
+		}
+	}
+	return deleted, nil
 }
 
-// Latest returns the newest version of agent published at least MinAge ago (for `agents
-// update`).
+// Latest returns the newest release of agent published at least MinAge ago (for `agents
+// update`); prereleases and platform builds are never picked.
 func (s *Store) Latest(ctx context.Context, agent Agent) (string, error) {
-	return "", fmt.Errorf("latest agent %q: not implemented yet", agent.Name)
-}
-
-// Use is one box's record of an agent it uses.
-type Use struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-}
-
-// RecordUse records that box uses inst (what `git corral agents` shows per box). The session
-// calls it after Ensure.
-func (s *Store) RecordUse(box string, inst Installed) error {
-	return errors.New("record agent use: not implemented yet")
-}
-
-// Uses returns every box's recorded agents, by box name.
-func (s *Store) Uses() (map[string][]Use, error) {
-	return nil, errors.New("agent uses: not implemented yet")
+	times, err := s.npm().times(ctx, agent.Package)
+	if err != nil {
+		return "", fmt.Errorf("latest agent %q: %w", agent.Name, err)
+	}
+	v := newestOldEnough(times, s.opt.Now(), s.opt.MinAge)
+	if v == "" {
+		return "", fmt.Errorf("latest agent %q: no release of %q is older than %s", agent.Name, agent.Package, s.opt.MinAge)
+	}
+	return v, nil
 }
 
 // checkName refuses a name that is empty, a dot name, or holds a path separator or control
