@@ -21,27 +21,35 @@ import (
 	"github.com/git-corral/git-corral/internal/hint"
 )
 
-// EnsureAgentInstalled installs a's pinned version into h's store unless it is there,
-// writing progress to progress (may be nil). It reports whether it installed.
-func EnsureAgentInstalled(ctx context.Context, h home.Home, a agents.Agent, progress io.Writer) (bool, error) {
+// EnsureAgentInstalled installs a's pinned version into h's store unless it is there and
+// current (its launcher runs it, its files match its manifest), writing progress to progress
+// (may be nil), and records that box uses it. It reports whether it installed.
+func EnsureAgentInstalled(ctx context.Context, h home.Home, box string, a agents.Agent, progress io.Writer) (bool, error) {
 	st := agents.Open(h.Dir, agents.Options{})
 	want := st.Version(a)
-	if inst, err := st.Installed(); err == nil {
-		for _, i := range inst {
-			if i.Name == a.Name && i.Version == want {
-				return false, nil
+	inst, found := agents.Installed{}, false
+	if all, err := st.Installed(); err == nil {
+		for _, i := range all {
+			if i.Name == a.Name && i.Version == want && i.Problem == "" && i.Launcher != "" {
+				inst, found = i, true
 			}
 		}
 	}
-	if progress == nil {
-		progress = io.Discard
+	if !found {
+		if progress == nil {
+			progress = io.Discard
+		}
+		fmt.Fprintf(progress, "corral: installing agent %s %s (%s) into %s, once\n", a.Name, want, a.Package, h.AgentStore())
+		var err error
+		if inst, err = st.Ensure(ctx, a, want, progress); err != nil {
+			return false, hint.With(fmt.Errorf("install agent %s %s: %w", a.Name, want, err),
+				fmt.Sprintf("try 'git corral agents install %s' to see why, or set default_agent to a command the box has", a.Name))
+		}
 	}
-	fmt.Fprintf(progress, "corral: installing agent %s %s (%s) into %s, once\n", a.Name, want, a.Package, h.AgentStore())
-	if _, err := st.Ensure(ctx, a, want, progress); err != nil {
-		return false, hint.With(fmt.Errorf("install agent %s %s: %w", a.Name, want, err),
-			fmt.Sprintf("try 'git corral agents install %s' to see why, or set default_agent to a command the box has", a.Name))
+	if err := st.RecordUse(box, inst); err != nil {
+		return !found, fmt.Errorf("record agent %s of box %s: %w", a.Name, box, err)
 	}
-	return true, nil
+	return !found, nil
 }
 
 // ensureSessionAgent installs the agent argv's first word names, or for start default_agent's.
@@ -50,7 +58,7 @@ func (b *Box) ensureSessionAgent(ctx context.Context, argv []string) error {
 	if !ok || b.Agents.Store == "" {
 		return nil
 	}
-	_, err := EnsureAgentInstalled(ctx, b.Manager.Home, a, b.req.UI.Stderr)
+	_, err := EnsureAgentInstalled(ctx, b.Manager.Home, b.Name, a, b.req.UI.Stderr)
 	return err
 }
 

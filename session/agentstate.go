@@ -41,10 +41,10 @@ const (
 )
 
 // AgentMounts makes the agent store and box's state directory (0700) and returns the box's
-// agent mounts for agent_state mode; hostHome is the host user's home, read only for shared.
-// Each host directory passes home.CheckAgentMount (or, shared, home.CheckExtraMount) first.
+// agent mounts for agent_state mode (AgentMountSet), each host directory checked first
+// (home.CheckAgentMount; shared ones home.CheckExtraMount).
 func AgentMounts(h home.Home, box, mode, hostHome string, getenv func(string) string) (vm.AgentMounts, error) {
-	a := vm.AgentMounts{Store: h.AgentStore(), State: h.AgentState(box)}
+	a := AgentMountSet(h, box, mode, hostHome)
 	for _, d := range []string{h.Agents(), h.AgentStore(), h.AgentStateRoot(), a.State} {
 		if err := h.MkdirAll(d); err != nil {
 			return vm.AgentMounts{}, fmt.Errorf("agent mounts of box %s: %w", box, err)
@@ -55,22 +55,32 @@ func AgentMounts(h home.Home, box, mode, hostHome string, getenv func(string) st
 			return vm.AgentMounts{}, err
 		}
 	}
+	for _, s := range a.Shared {
+		if err := h.CheckExtraMount(s.Host, getenv); err != nil {
+			return vm.AgentMounts{}, fmt.Errorf("agent_state = \"shared\": %w", err)
+		}
+	}
+	return a, nil
+}
+
+// AgentMountSet is the agent mounts of a mount-mode box, without making or checking anything:
+// what its template is rendered with (also for drift checks and golden builds). hostHome is
+// the host user's home, looked at only with agent_state = "shared" (its agent directories that
+// exist; a file cannot be mounted).
+func AgentMountSet(h home.Home, box, mode, hostHome string) vm.AgentMounts {
+	a := vm.AgentMounts{Store: h.AgentStore(), State: h.AgentState(box)}
 	if mode != AgentStateShared {
-		return a, nil
+		return a
 	}
 	for _, ag := range agents.Catalogue() {
 		for _, rel := range ag.StateDirs {
 			p := filepath.Join(hostHome, rel)
-			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-				continue // absent, or a file: Lima mounts directories only
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				a.Shared = append(a.Shared, vm.SharedMount{Agent: ag.Name, Rel: rel, Host: p})
 			}
-			if err := h.CheckExtraMount(p, getenv); err != nil {
-				return vm.AgentMounts{}, fmt.Errorf("agent_state = \"shared\": %w", err)
-			}
-			a.Shared = append(a.Shared, vm.SharedMount{Agent: ag.Name, Rel: rel, Host: p})
 		}
 	}
-	return a, nil
+	return a
 }
 
 // stateIsFile says whether a catalogue state path is a file (".claude.json") rather than a

@@ -207,7 +207,11 @@ func (a *app) listEntry(ctx context.Context, m *vm.Manager, s vm.Status) listEnt
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
 		return e
 	}
-	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle}, meta.TCG)
+	spec := vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle}
+	if !meta.NoProjectMount {
+		spec.Agents = session.AgentMountSet(m.Home, s.Name, cfg.AgentState, a.getenv("HOME"))
+	}
+	r, err := m.RenderBox(ctx, spec, meta.TCG)
 	switch {
 	case err != nil:
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
