@@ -121,7 +121,7 @@ func Default() *Config {
 		EnvFromHost:        map[string]string{},
 		Env:                map[string]string{},
 		GitIdentity:        "host",
-		AgentState:         "shared",
+		AgentState:         "isolated", // shared mounts ~/.claude writable: trusted layers choose it (issue #23)
 		GitTokens:          map[string]string{},
 		Golden:             true,
 		SnapshotsKeep:      3,

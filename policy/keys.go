@@ -134,8 +134,8 @@ var keys = slices.Concat([]KeySpec{
 		Doc:   "Stop the box when its last session ends.",
 		field: func(c *Config) any { return &c.StopOnExit }},
 
-	{Name: "agent_state", Class: ProjectMayTighten, Kind: KindString, Order: []string{"shared", "seeded", "isolated"}, Example: `"seeded"`,
-		Doc:   "How the agent's state (credentials, history) reaches the box: shared (the host directory is mounted), seeded (copied in once), isolated (the box starts empty).",
+	{Name: "agent_state", Class: ProjectMayTighten, Kind: KindString, Order: []string{"shared", "seeded", "isolated"}, Example: `"isolated"`,
+		Doc:   "How the agent's state (credentials, history) reaches the box: isolated (the default: the box starts empty; a login made in the box is kept on the host under $CORRAL_HOME/agents/state/BOX, never in ~/.claude and the like), seeded (copied in once from the host's agent directories, then kept as for isolated), shared (the host's agent directories are mounted writable; trusted layers only).",
 		Why:   "shared mounts host agent state, credentials included, into the box",
 		field: func(c *Config) any { return &c.AgentState }},
 	{Name: "env", Class: ProjectMayTighten, Kind: KindStringMap, Example: `{ RUST_BACKTRACE = "1" }`,
