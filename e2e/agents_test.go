@@ -109,11 +109,15 @@ func TestAgents(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q: want codex %s", r.code, r.stdout, codex.DefaultVersion)
 		}
 	})
-	t.Run("the store is read-only in the box, the home is not", func(t *testing.T) {
+	t.Run("the store is read-only in the box; the state mount (control) is writable", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--", "sh", "-c",
-			"touch /opt/corral/agents/bin/planted 2>/dev/null && echo STORE-WRITABLE; touch ~/control && echo HOME-WRITABLE")
-		if strings.Contains(r.stdout, "STORE-WRITABLE") || !strings.Contains(r.stdout, "HOME-WRITABLE") {
-			t.Fatalf("stdout %q: want the store refused and the home (control) writable", r.stdout)
+			"touch /opt/corral/agents/bin/planted 2>/dev/null && echo STORE-WRITABLE; "+
+				"touch /var/lib/corral/agent-state/control && echo STATE-WRITABLE && rm -f /var/lib/corral/agent-state/control")
+		if strings.Contains(r.stdout, "STORE-WRITABLE") || !strings.Contains(r.stdout, "STATE-WRITABLE") {
+			t.Fatalf("stdout %q: want the store refused and the state mount (control) writable", r.stdout)
+		}
+		if _, err := os.Lstat(filepath.Join(suite.home, "agents", "store", "bin", "planted")); err == nil {
+			t.Error("a file planted in the box is in the host's agent store")
 		}
 	})
 	t.Run("the agent's key is in its environment, in no argv, log or file under CORRAL_HOME", func(t *testing.T) {
@@ -156,7 +160,7 @@ func TestAgents(t *testing.T) {
 		if r := corral(t, dir, nil, "stop"); r.code != 0 {
 			t.Fatalf("stop: exit %d: %s", r.code, r.stderr)
 		}
-		r := corral(t, dir, nil, "run", "--", "cat", ".claude/corral-e2e-state")
+		r := corral(t, dir, nil, "run", "--", "sh", "-c", "cat ~/.claude/corral-e2e-state")
 		if r.code != 0 || !strings.Contains(r.stdout, agentsStateMarker) {
 			t.Fatalf("exit %d, stdout %q: the agent's state did not survive stop/start", r.code, r.stdout)
 		}
