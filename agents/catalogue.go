@@ -169,3 +169,12 @@ func (a Agent) clone() Agent {
 	a.APIHosts = slices.Clone(a.APIHosts)
 	return a
 }
+
+// CheckPin checks a trusted version pin (agent_versions): a catalogue agent and an exact
+// version.
+func CheckPin(name, version string) error {
+	if _, err := Lookup(name); err != nil {
+		return err
+	}
+	return validVersion(version)
+}
