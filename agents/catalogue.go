@@ -39,7 +39,7 @@ const (
 	// NoPlatformPackage: the package is complete on its own (Gemini CLI bundles everything).
 	NoPlatformPackage PlatformRule = iota
 	// SuffixPackage: a separate package named PACKAGE-PLATFORM at the same version
-	// (@anthropic-ai/claude-code-linux-x64@2.1.332).
+	// (@anthropic-ai/claude-code-linux-x64@2.1.330).
 	SuffixPackage
 	// SuffixVersion: a version of the same package named VERSION-PLATFORM
 	// (@openai/codex@0.171.0-linux-x64).
@@ -90,7 +90,7 @@ const DefaultNodeVersion = "22.23.5"
 // catalogue is the one table of agents, in the order `git corral agents` lists them.
 var catalogue = []Agent{
 	{
-		Name: "claude", Package: "@anthropic-ai/claude-code", DefaultVersion: "2.1.332",
+		Name: "claude", Package: "@anthropic-ai/claude-code", DefaultVersion: "2.1.330",
 		Platform: SuffixPackage, Bin: "bin/claude.exe", PlatformBin: "claude",
 		AuthEnv:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 		StateDirs: []string{".claude", ".claude.json"},
@@ -168,4 +168,13 @@ func (a Agent) clone() Agent {
 	a.StateDirs = slices.Clone(a.StateDirs)
 	a.APIHosts = slices.Clone(a.APIHosts)
 	return a
+}
+
+// CheckPin checks a trusted version pin (agent_versions): a catalogue agent and an exact
+// version.
+func CheckPin(name, version string) error {
+	if _, err := Lookup(name); err != nil {
+		return err
+	}
+	return validVersion(version)
 }

@@ -123,10 +123,14 @@ type Locked struct {
 	Published string `json:"published"`
 }
 
-// Version returns the version the store installs for agent: the trusted pin if any, else the
-// catalogue's default.
+// Version returns the version the store installs for agent: the trusted pin (agent_versions)
+// if any, else the version the user last chose on the host (`agents install --version`,
+// `agents update`), else the catalogue's default.
 func (s *Store) Version(a Agent) string {
 	if v := s.opt.Versions[a.Name]; v != "" {
+		return v
+	}
+	if v := s.current(a.Name); validVersion(v) == nil {
 		return v
 	}
 	return a.DefaultVersion
@@ -278,3 +282,9 @@ func checkName(what, name string) error {
 	}
 	return nil
 }
+
+// Dir returns the store's directory (what the box side mounts).
+func (s *Store) Dir() string { return StoreDir(s.home) }
+
+// MinAge returns the age window in force; negative means off.
+func (s *Store) MinAge() time.Duration { return s.opt.MinAge }

@@ -85,3 +85,9 @@ func readUses(name string) ([]Use, error) {
 	}
 	return uses, nil
 }
+
+// BoxUse is one box's use of one agent version, for listings.
+type BoxUse struct {
+	Box     string `json:"box"`
+	Version string `json:"version"`
+}

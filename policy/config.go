@@ -106,6 +106,14 @@ type Config struct {
 	// CloneUncommitted is `clone_uncommitted` (trusted-only): with source = "clone", also send
 	// the work tree's uncommitted changes to tracked files (never an untracked file).
 	CloneUncommitted bool
+
+	// Fields below were added with the agent store (issue 23); each names its TOML key.
+
+	// AgentMinAge is `agent_min_age` (trusted-only): the age an agent package version must
+	// reach on the registry before it is installed; 0 turns the window off.
+	AgentMinAge time.Duration
+	// AgentVersions is `agent_versions` (trusted-only): agent name → exact pinned version.
+	AgentVersions map[string]string
 }
 
 // Default returns the built-in defaults, the lowest layer.
@@ -125,5 +133,7 @@ func Default() *Config {
 		GitTokens:          map[string]string{},
 		Golden:             true,
 		SnapshotsKeep:      3,
+		AgentMinAge:        7 * 24 * time.Hour,
+		AgentVersions:      map[string]string{},
 	}
 }
