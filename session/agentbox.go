@@ -13,9 +13,7 @@ import (
 	"os"
 
 	"github.com/git-corral/git-corral/agents"
-	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/hint"
-	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -78,19 +76,4 @@ func (b *Box) agentSession(ctx context.Context, argv []string) ([]string, []stri
 	}
 	wrapped, err := agentArgv(argv, vm.AgentStateGuest, linked)
 	return wrapped, auth, err
-}
-
-// Logout is `git corral agents logout NAME` in req.Dir: it removes the login state of the
-// agent called name that this checkout's box keeps on the host (LogoutAgent), and returns the
-// box's name. The box need not run; a running session keeps what it has open.
-func Logout(ctx context.Context, req Request, name string) (string, error) {
-	p, err := project.Find(ctx, req.Dir)
-	if err != nil {
-		return "", err
-	}
-	h, err := home.Resolve(req.Getenv)
-	if err != nil {
-		return "", err
-	}
-	return p.Box, LogoutAgent(h, p.Box, name)
 }

@@ -15,17 +15,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/git-corral/git-corral/agents"
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/hint"
+	"github.com/git-corral/git-corral/policy"
 )
 
 // EnsureAgentInstalled installs a's pinned version into h's store unless it is there and
 // current (its launcher runs it, its files match its manifest), writing progress to progress
 // (may be nil), and records that box uses it. It reports whether it installed.
-func EnsureAgentInstalled(ctx context.Context, h home.Home, box string, a agents.Agent, progress io.Writer) (bool, error) {
-	st := agents.Open(h.Dir, agents.Options{})
+func EnsureAgentInstalled(ctx context.Context, h home.Home, box string, a agents.Agent, opt agents.Options, progress io.Writer) (bool, error) {
+	st := agents.Open(h.Dir, opt)
 	want := st.Version(a)
 	inst, found := agents.Installed{}, false
 	if all, err := st.Installed(); err == nil {
@@ -58,8 +60,27 @@ func (b *Box) ensureSessionAgent(ctx context.Context, argv []string) error {
 	if !ok || b.Agents.Store == "" {
 		return nil
 	}
-	_, err := EnsureAgentInstalled(ctx, b.Manager.Home, b.Name, a, b.req.UI.Stderr)
+	opt, err := StoreOptions(b.Config)
+	if err != nil {
+		return err
+	}
+	_, err = EnsureAgentInstalled(ctx, b.Manager.Home, b.Name, a, opt, b.req.UI.Stderr)
 	return err
+}
+
+// StoreOptions are the agent store's options from cfg's trusted agent_min_age ("0s" turns the
+// window off) and agent_versions pins, for the host's platform: what 'git corral agents
+// install' uses, so that first use installs the same version.
+func StoreOptions(cfg *policy.Config) (agents.Options, error) {
+	plat, err := agents.PlatformForArch(runtime.GOARCH)
+	if err != nil {
+		return agents.Options{}, err
+	}
+	o := agents.Options{MinAge: cfg.AgentMinAge, Versions: cfg.AgentVersions, Platform: plat}
+	if o.MinAge <= 0 {
+		o.MinAge = -1
+	}
+	return o, nil
 }
 
 // installTarget is the agent a session installs on first use: the one argv's first word

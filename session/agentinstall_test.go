@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/hint"
+	"github.com/git-corral/git-corral/policy"
 )
 
 // TestInstallTarget: start installs default_agent's agent; a command whose first word names an
@@ -49,7 +50,11 @@ func TestEnsureAgentInstalledFetches(t *testing.T) {
 	h := home.Home{Dir: filepath.Join(dir, "corral")}
 	a, _ := AgentFor([]string{"claude"}, "")
 	var progress strings.Builder
-	installed, err := EnsureAgentInstalled(context.Background(), h, "box-a", a, &progress)
+	opt, err := StoreOptions(policy.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, err := EnsureAgentInstalled(context.Background(), h, "box-a", a, opt, &progress)
 	if err == nil || installed || !strings.Contains(err.Error(), "install agent claude") || !strings.Contains(hint.Of(err), "git corral agents install claude") {
 		t.Fatalf("EnsureAgentInstalled = %v, %v (hint %q), want a refusal naming claude", installed, err, hint.Of(err))
 	}
