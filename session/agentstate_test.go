@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/git-corral/git-corral/agents"
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/vm"
 )
 
 // agentFixture is a host with $HOME (holding the host's own ~/.claude) and $CORRAL_HOME in a
@@ -288,5 +290,47 @@ func TestLogoutAgent(t *testing.T) {
 	}
 	if _, err := os.Stat(f.h.AgentState("box-b")); err == nil {
 		t.Error("RemoveAgentState left box-b's state")
+	}
+}
+
+// TestAgentMountsShared: shared mounts the host's existing agent directories (never a file,
+// which Lima cannot mount), each through the mount guard: a ~/.claude that is a symlink to
+// ~/.ssh is refused; isolated and seeded (the controls) mount none of them. The guest paths
+// are the agents package's.
+func TestAgentMountsShared(t *testing.T) {
+	if vm.AgentStoreGuest != agents.BoxMount || vm.AgentBinGuest != agents.BoxBinDir {
+		t.Fatalf("guest store %s / %s, the agents package says %s / %s", vm.AgentStoreGuest, vm.AgentBinGuest, agents.BoxMount, agents.BoxBinDir)
+	}
+	f := newAgentFixture(t)
+	getenv := func(k string) string { return map[string]string{"HOME": f.hostHome, home.Env: f.h.Dir}[k] }
+	for _, mode := range []string{AgentStateIsolated, AgentStateSeeded} {
+		if m, err := AgentMounts(f.h, "box-a", mode, f.hostHome, getenv); err != nil || len(m.Shared) != 0 {
+			t.Errorf("%s: shared mounts %+v, %v; want none", mode, m.Shared, err)
+		}
+	}
+	// A symlinked agent directory is the target of a hidden symlink in $HOME: the mount guard
+	// refuses it, as it would a `mounts` entry.
+	if _, err := AgentMounts(f.h, "box-a", AgentStateShared, f.hostHome, getenv); !errors.Is(err, home.ErrHostPath) {
+		t.Errorf("shared ~/.codex (a symlink): %v, want the mount guard's refusal", err)
+	}
+	os.Remove(filepath.Join(f.hostHome, ".codex"))
+	os.Mkdir(filepath.Join(f.hostHome, ".codex"), 0o700)
+	m, err := AgentMounts(f.h, "box-a", AgentStateShared, f.hostHome, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ~/.claude.json is a file: not mounted.
+	var got []string
+	for _, s := range m.Shared {
+		got = append(got, s.Agent+":"+s.Rel)
+	}
+	if strings.Join(got, ",") != "claude:.claude,codex:.codex" {
+		t.Errorf("shared %q, want claude's and codex's directories only", got)
+	}
+	os.MkdirAll(filepath.Join(f.hostHome, ".ssh"), 0o700)
+	os.RemoveAll(filepath.Join(f.hostHome, ".claude"))
+	os.Symlink(filepath.Join(f.hostHome, ".ssh"), filepath.Join(f.hostHome, ".claude"))
+	if _, err := AgentMounts(f.h, "box-a", AgentStateShared, f.hostHome, getenv); !errors.Is(err, home.ErrHostPath) {
+		t.Errorf("shared ~/.claude -> ~/.ssh: %v, want the mount guard's refusal", err)
 	}
 }
