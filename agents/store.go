@@ -288,3 +288,14 @@ func (s *Store) Dir() string { return StoreDir(s.home) }
 
 // MinAge returns the age window in force; negative means off.
 func (s *Store) MinAge() time.Duration { return s.opt.MinAge }
+
+// TrustedOptions maps the trusted configuration (policy keys agent_min_age and
+// agent_versions) onto Options for a guest of platform p: agent_min_age = "0s" turns the
+// window off. The CLI and the session flow both open the store through it.
+func TrustedOptions(minAge time.Duration, versions map[string]string, p Platform) Options {
+	o := Options{MinAge: minAge, Versions: versions, Platform: p}
+	if o.MinAge <= 0 {
+		o.MinAge = -1
+	}
+	return o
+}
