@@ -146,6 +146,11 @@ func (s *Store) Ensure(ctx context.Context, agent Agent, version string, progres
 	if err := validVersion(version); err != nil {
 		return Installed{}, fmt.Errorf("install agent %q: %w", agent.Name, err)
 	}
+	unlock, err := s.lock(progress)
+	if err != nil {
+		return Installed{}, err
+	}
+	defer unlock()
 	node := ""
 	if agent.NeedsNode {
 		node = DefaultNodeVersion
@@ -232,6 +237,11 @@ func (s *Store) current(name string) string {
 // Verify rechecks every store entry (Node runtimes included) against its manifest with full
 // hashes; it deletes each entry that does not match and returns "name@version" of each.
 func (s *Store) Verify(ctx context.Context) ([]string, error) {
+	unlock, err := s.lock(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	var deleted []string
 	for _, name := range append(Names(), "node") {
 		versions, err := s.versions(name)

@@ -237,3 +237,24 @@ func TestRecordUse(t *testing.T) {
 		t.Error("StateDir accepted an agent outside the catalogue")
 	}
 }
+
+// TestConcurrentEnsure: two installs of the same agent at once (two sessions starting) both
+// succeed and leave one verified entry.
+func TestConcurrentEnsure(t *testing.T) {
+	_, s, _ := fixture(t, old)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := s.Ensure(context.Background(), testAgent, "", nil)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Ensure: %v", err)
+		}
+	}
+	if del, err := s.Verify(context.Background()); err != nil || len(del) != 0 {
+		t.Errorf("after concurrent installs Verify deleted %v, %v", del, err)
+	}
+}
