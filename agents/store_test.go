@@ -1,9 +1,11 @@
 package agents
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,5 +258,37 @@ func TestConcurrentEnsure(t *testing.T) {
 	}
 	if del, err := s.Verify(context.Background()); err != nil || len(del) != 0 {
 		t.Errorf("after concurrent installs Verify deleted %v, %v", del, err)
+	}
+}
+
+// TestEnsureWaitsForTheStoreLock: while another holder has the store lock (a verify or another
+// session), Ensure waits and says so; it finishes once the lock is released.
+func TestEnsureWaitsForTheStoreLock(t *testing.T) {
+	_, s, _ := fixture(t, old)
+	unlock, err := s.lock(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := Open(s.home, s.opt)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := other.Ensure(context.Background(), testAgent, "", pw)
+		pw.Close()
+		done <- err
+	}()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	if !strings.Contains(line, "waiting for another git corral") {
+		t.Errorf("first progress line %q, want the wait", line)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Ensure finished while the lock was held: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	go io.Copy(io.Discard, pr)
+	if err := <-done; err != nil {
+		t.Fatalf("Ensure after the lock was released: %v", err)
 	}
 }
