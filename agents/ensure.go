@@ -39,7 +39,7 @@ func (s *Store) npm() npmRunner {
 // ensureEntry makes the entry name@version present and verified, building it from parts.
 func (s *Store) ensureEntry(ctx context.Context, name, version, node string, parts []part, progress io.Writer) (manifest, error) {
 	dir := s.entryDir(name, version)
-	m, err := checkEntry(dir, true)
+	m, err := checkEntry(dir, s.opt.FullCheck)
 	switch {
 	case err == nil && m.Platform == s.opt.Platform:
 		return m, nil

@@ -77,6 +77,10 @@ type Options struct {
 	Npm string
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
+	// FullCheck makes Ensure hash every file of an entry already in the store (agents
+	// install, update); otherwise it compares size, mode and mtime with the manifest, which
+	// keeps a session's start fast (a full check of Codex is ~424 MB of sha512).
+	FullCheck bool
 }
 
 // Store is the host-side agent store under $CORRAL_HOME/agents.
@@ -137,8 +141,9 @@ func (s *Store) Version(a Agent) string {
 }
 
 // Ensure makes agent at version (empty: Version(agent)) present and verified in the store and
-// points its launcher at it. An entry already there is rechecked against its manifest (full
-// hash); a mismatch deletes it and fetches again. Progress lines go to progress (may be nil).
+// points its launcher at it. An entry already there is rechecked against its manifest (size,
+// mode and mtime; every file's sha512 with FullCheck); a mismatch deletes it and fetches it
+// again. A new entry is always hashed in full. Progress lines go to progress (may be nil).
 func (s *Store) Ensure(ctx context.Context, agent Agent, version string, progress io.Writer) (Installed, error) {
 	if version == "" {
 		version = s.Version(agent)
@@ -309,3 +314,6 @@ func TrustedOptions(minAge time.Duration, versions map[string]string, p Platform
 	}
 	return o
 }
+
+// FullCheck makes later Ensure calls hash every file of an existing entry (agents install).
+func (s *Store) FullCheck() { s.opt.FullCheck = true }

@@ -123,6 +123,7 @@ func TestEnsureRefusesWrongPackageJSON(t *testing.T) {
 // check, the entry is deleted and rebuilt from the verified cached tarball, byte-identical.
 func TestTamperedStoreEntryIsFetchedAgain(t *testing.T) {
 	_, s, home := fixture(t, old)
+	s.opt.FullCheck = true // agents install
 	ctx := context.Background()
 	if _, err := s.Ensure(ctx, testAgent, "", nil); err != nil {
 		t.Fatal(err)
@@ -290,5 +291,25 @@ func TestEnsureWaitsForTheStoreLock(t *testing.T) {
 	go io.Copy(io.Discard, pr)
 	if err := <-done; err != nil {
 		t.Fatalf("Ensure after the lock was released: %v", err)
+	}
+}
+
+// TestSessionEnsureFastCheck: without FullCheck (a session's start), a file whose size changed
+// is still found and the entry fetched again.
+func TestSessionEnsureFastCheck(t *testing.T) {
+	_, s, home := fixture(t, old)
+	ctx := context.Background()
+	if _, err := s.Ensure(ctx, testAgent, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(StoreDir(home), "codex", "1.0.0", "node_modules", "@example", "agent", "bin", "agent.js")
+	orig, _ := os.ReadFile(js)
+	os.WriteFile(js, append(orig, "require('child_process').exec('evil')\n"...), 0o755)
+	var progress bytes.Buffer
+	if _, err := s.Ensure(ctx, testAgent, "", &progress); err != nil || !strings.Contains(progress.String(), "does not match its manifest") {
+		t.Fatalf("fast check: %v, progress %q", err, progress.String())
+	}
+	if got, _ := os.ReadFile(js); !bytes.Equal(got, orig) {
+		t.Errorf("after refetch agent.js reads %q", got)
 	}
 }

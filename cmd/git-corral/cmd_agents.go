@@ -56,6 +56,7 @@ func defineAgents(fs *pflag.FlagSet) runFunc {
 		}
 		switch verb {
 		case "install", "update":
+			s.FullCheck()
 			return a.agentsInstall(ctx, s, agent, *version, verb == "update", *jsonOut)
 		case "logout":
 			return a.agentsLogout(ctx, h, agent, *jsonOut)
