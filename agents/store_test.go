@@ -313,3 +313,26 @@ func TestSessionEnsureFastCheck(t *testing.T) {
 		t.Errorf("after refetch agent.js reads %q", got)
 	}
 }
+
+// TestStaleStagingRemoved: what an interrupted install left (a staging directory, a partial
+// pack) is removed by the next install and never listed.
+func TestStaleStagingRemoved(t *testing.T) {
+	_, s, home := fixture(t, old)
+	stage := filepath.Join(StoreDir(home), "codex", ".stage-1.0.0-123")
+	pack := filepath.Join(Dir(home), "cache", "tarballs", ".pack-123")
+	for _, d := range []string{stage, pack} {
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "partial"), []byte("x"), 0o644)
+	}
+	if list, _ := s.Installed(); len(list) != 0 {
+		t.Errorf("a staging directory is listed: %+v", list)
+	}
+	if _, err := s.Ensure(context.Background(), testAgent, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{stage, pack} {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s is still there", d)
+		}
+	}
+}
