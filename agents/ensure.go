@@ -39,7 +39,7 @@ func (s *Store) npm() npmRunner {
 // ensureEntry makes the entry name@version present and verified, building it from parts.
 func (s *Store) ensureEntry(ctx context.Context, name, version, node string, parts []part, progress io.Writer) (manifest, error) {
 	dir := s.entryDir(name, version)
-	m, err := checkEntry(dir, true)
+	m, err := checkEntry(dir, s.opt.FullCheck)
 	switch {
 	case err == nil && m.Platform == s.opt.Platform:
 		return m, nil
@@ -53,6 +53,7 @@ func (s *Store) ensureEntry(ctx context.Context, name, version, node string, par
 	if err := os.RemoveAll(dir); err != nil {
 		return m, fmt.Errorf("remove store entry %q: %w", dir, err)
 	}
+	removeStale(filepath.Dir(dir), ".stage-*")
 	return s.build(ctx, dir, manifest{Name: name, Version: version, Platform: s.opt.Platform, Node: node}, parts, progress)
 }
 
@@ -135,6 +136,7 @@ func (s *Store) verifiedTarball(ctx context.Context, spec Spec, integrity string
 			os.Remove(cached)
 		}
 	}
+	removeStale(dir, ".pack-*")
 	tmp, err := os.MkdirTemp(dir, ".pack-")
 	if err != nil {
 		return "", err
@@ -175,5 +177,14 @@ func checkPackageJSON(dir string, spec Spec) error {
 func say(w io.Writer, format string, args ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format+"\n", args...)
+	}
+}
+
+// removeStale removes what an interrupted build left in dir (staging directories, partial
+// packs). Only called under the store lock, so no live build owns them.
+func removeStale(dir, pattern string) {
+	stale, _ := filepath.Glob(filepath.Join(dir, pattern))
+	for _, p := range stale {
+		os.RemoveAll(p)
 	}
 }

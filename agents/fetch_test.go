@@ -109,3 +109,15 @@ func TestLauncherRefusesShellMetacharacters(t *testing.T) {
 		}
 	}
 }
+
+func TestTrustedOptions(t *testing.T) {
+	if o := TrustedOptions(0, nil, LinuxX64); o.MinAge >= 0 {
+		t.Errorf(`agent_min_age = "0s" must turn the window off, got MinAge %v`, o.MinAge)
+	}
+	if o := Open(t.TempDir(), TrustedOptions(48*time.Hour, nil, LinuxX64)); o.MinAge() != 48*time.Hour {
+		t.Errorf("48h became %v", o.MinAge())
+	}
+	if o := Open(t.TempDir(), Options{}); o.MinAge() != DefaultMinAge {
+		t.Errorf("zero Options: window %v, want the default (fail closed)", o.MinAge())
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/git-corral/git-corral/internal/atomicfile"
 )
 
 // shellWordRE is what a launcher may interpolate: names, versions and package paths.
@@ -61,7 +63,7 @@ func (s *Store) writeLauncher(a Agent, version, node string) (string, error) {
 		return "", fmt.Errorf("write launcher: %w", err)
 	}
 	name := filepath.Join(dir, a.Name)
-	if err := writeAtomic(name, []byte(script), 0o755); err != nil {
+	if err := atomicfile.Write(name, []byte(script), 0o755); err != nil {
 		return "", err
 	}
 	mark := name + ".version"

@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/git-corral/git-corral/internal/atomicfile"
 )
 
 // manifestName is the manifest's file name inside an entry.
@@ -106,7 +108,7 @@ func writeManifest(dir string, m manifest) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, manifestName), append(data, '\n'), 0o644)
+	return atomicfile.Write(filepath.Join(dir, manifestName), append(data, '\n'), 0o644)
 }
 
 // readManifest reads an entry's manifest.
@@ -162,30 +164,4 @@ func firstDifference(want, got []manifestEntry, full bool) string {
 		return fmt.Sprintf("%q is missing", p)
 	}
 	return ""
-}
-
-// writeAtomic writes data to a temporary file beside name and renames it over name.
-func writeAtomic(name string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-"+filepath.Base(name)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %q: %w", name, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %q: %w", name, err)
-	}
-	return nil
 }

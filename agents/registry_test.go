@@ -33,7 +33,7 @@ func registryStore(t *testing.T) (*Store, string) {
 	}
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	return Open(home, Options{}), home
+	return Open(home, Options{FullCheck: true}), home
 }
 
 // registryIntegrity asks npm, in the test's own call, for spec's integrity string.

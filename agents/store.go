@@ -77,6 +77,10 @@ type Options struct {
 	Npm string
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
+	// FullCheck makes Ensure hash every file of an entry already in the store (agents
+	// install, update); otherwise it compares size, mode and mtime with the manifest, which
+	// keeps a session's start fast (a full check of Codex is ~424 MB of sha512).
+	FullCheck bool
 }
 
 // Store is the host-side agent store under $CORRAL_HOME/agents.
@@ -137,8 +141,9 @@ func (s *Store) Version(a Agent) string {
 }
 
 // Ensure makes agent at version (empty: Version(agent)) present and verified in the store and
-// points its launcher at it. An entry already there is rechecked against its manifest (full
-// hash); a mismatch deletes it and fetches again. Progress lines go to progress (may be nil).
+// points its launcher at it. An entry already there is rechecked against its manifest (size,
+// mode and mtime; every file's sha512 with FullCheck); a mismatch deletes it and fetches it
+// again. A new entry is always hashed in full. Progress lines go to progress (may be nil).
 func (s *Store) Ensure(ctx context.Context, agent Agent, version string, progress io.Writer) (Installed, error) {
 	if version == "" {
 		version = s.Version(agent)
@@ -146,6 +151,11 @@ func (s *Store) Ensure(ctx context.Context, agent Agent, version string, progres
 	if err := validVersion(version); err != nil {
 		return Installed{}, fmt.Errorf("install agent %q: %w", agent.Name, err)
 	}
+	unlock, err := s.lock(progress)
+	if err != nil {
+		return Installed{}, err
+	}
+	defer unlock()
 	node := ""
 	if agent.NeedsNode {
 		node = DefaultNodeVersion
@@ -232,6 +242,11 @@ func (s *Store) current(name string) string {
 // Verify rechecks every store entry (Node runtimes included) against its manifest with full
 // hashes; it deletes each entry that does not match and returns "name@version" of each.
 func (s *Store) Verify(ctx context.Context) ([]string, error) {
+	unlock, err := s.lock(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	var deleted []string
 	for _, name := range append(Names(), "node") {
 		versions, err := s.versions(name)
@@ -288,3 +303,17 @@ func (s *Store) Dir() string { return StoreDir(s.home) }
 
 // MinAge returns the age window in force; negative means off.
 func (s *Store) MinAge() time.Duration { return s.opt.MinAge }
+
+// TrustedOptions maps the trusted configuration (policy keys agent_min_age and
+// agent_versions) onto Options for a guest of platform p: agent_min_age = "0s" turns the
+// window off. The CLI and the session flow both open the store through it.
+func TrustedOptions(minAge time.Duration, versions map[string]string, p Platform) Options {
+	o := Options{MinAge: minAge, Versions: versions, Platform: p}
+	if o.MinAge <= 0 {
+		o.MinAge = -1
+	}
+	return o
+}
+
+// FullCheck makes later Ensure calls hash every file of an existing entry (agents install).
+func (s *Store) FullCheck() { s.opt.FullCheck = true }

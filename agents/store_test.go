@@ -1,9 +1,11 @@
 package agents
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +123,7 @@ func TestEnsureRefusesWrongPackageJSON(t *testing.T) {
 // check, the entry is deleted and rebuilt from the verified cached tarball, byte-identical.
 func TestTamperedStoreEntryIsFetchedAgain(t *testing.T) {
 	_, s, home := fixture(t, old)
+	s.opt.FullCheck = true // agents install
 	ctx := context.Background()
 	if _, err := s.Ensure(ctx, testAgent, "", nil); err != nil {
 		t.Fatal(err)
@@ -235,5 +238,101 @@ func TestRecordUse(t *testing.T) {
 	}
 	if _, err := StateDir(home, "alpha", "../x"); err == nil {
 		t.Error("StateDir accepted an agent outside the catalogue")
+	}
+}
+
+// TestConcurrentEnsure: two installs of the same agent at once (two sessions starting) both
+// succeed and leave one verified entry.
+func TestConcurrentEnsure(t *testing.T) {
+	_, s, _ := fixture(t, old)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := s.Ensure(context.Background(), testAgent, "", nil)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Ensure: %v", err)
+		}
+	}
+	if del, err := s.Verify(context.Background()); err != nil || len(del) != 0 {
+		t.Errorf("after concurrent installs Verify deleted %v, %v", del, err)
+	}
+}
+
+// TestEnsureWaitsForTheStoreLock: while another holder has the store lock (a verify or another
+// session), Ensure waits and says so; it finishes once the lock is released.
+func TestEnsureWaitsForTheStoreLock(t *testing.T) {
+	_, s, _ := fixture(t, old)
+	unlock, err := s.lock(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := Open(s.home, s.opt)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := other.Ensure(context.Background(), testAgent, "", pw)
+		pw.Close()
+		done <- err
+	}()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	if !strings.Contains(line, "waiting for another git corral") {
+		t.Errorf("first progress line %q, want the wait", line)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Ensure finished while the lock was held: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	go io.Copy(io.Discard, pr)
+	if err := <-done; err != nil {
+		t.Fatalf("Ensure after the lock was released: %v", err)
+	}
+}
+
+// TestSessionEnsureFastCheck: without FullCheck (a session's start), a file whose size changed
+// is still found and the entry fetched again.
+func TestSessionEnsureFastCheck(t *testing.T) {
+	_, s, home := fixture(t, old)
+	ctx := context.Background()
+	if _, err := s.Ensure(ctx, testAgent, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(StoreDir(home), "codex", "1.0.0", "node_modules", "@example", "agent", "bin", "agent.js")
+	orig, _ := os.ReadFile(js)
+	os.WriteFile(js, append(orig, "require('child_process').exec('evil')\n"...), 0o755)
+	var progress bytes.Buffer
+	if _, err := s.Ensure(ctx, testAgent, "", &progress); err != nil || !strings.Contains(progress.String(), "does not match its manifest") {
+		t.Fatalf("fast check: %v, progress %q", err, progress.String())
+	}
+	if got, _ := os.ReadFile(js); !bytes.Equal(got, orig) {
+		t.Errorf("after refetch agent.js reads %q", got)
+	}
+}
+
+// TestStaleStagingRemoved: what an interrupted install left (a staging directory, a partial
+// pack) is removed by the next install and never listed.
+func TestStaleStagingRemoved(t *testing.T) {
+	_, s, home := fixture(t, old)
+	stage := filepath.Join(StoreDir(home), "codex", ".stage-1.0.0-123")
+	pack := filepath.Join(Dir(home), "cache", "tarballs", ".pack-123")
+	for _, d := range []string{stage, pack} {
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "partial"), []byte("x"), 0o644)
+	}
+	if list, _ := s.Installed(); len(list) != 0 {
+		t.Errorf("a staging directory is listed: %+v", list)
+	}
+	if _, err := s.Ensure(context.Background(), testAgent, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{stage, pack} {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s is still there", d)
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/git-corral/git-corral/internal/atomicfile"
 )
 
 // Use is one box's record of an agent it uses.
@@ -44,7 +46,7 @@ func (s *Store) RecordUse(box string, inst Installed) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 		return fmt.Errorf("record agent use: %w", err)
 	}
-	return writeAtomic(name, append(data, '\n'), 0o600)
+	return atomicfile.Write(name, append(data, '\n'), 0o600)
 }
 
 // Uses returns every box's recorded agents, by box name.

@@ -56,6 +56,7 @@ func defineAgents(fs *pflag.FlagSet) runFunc {
 		}
 		switch verb {
 		case "install", "update":
+			s.FullCheck()
 			return a.agentsInstall(ctx, s, agent, *version, verb == "update", *jsonOut)
 		case "logout":
 			return a.agentsLogout(ctx, h, agent, *jsonOut)
@@ -82,17 +83,7 @@ func (a *app) agentStore(ctx context.Context) (*agents.Store, home.Home, error) 
 	if err != nil {
 		return nil, h, err
 	}
-	return agents.Open(h.Dir, storeOptions(eff.Config, plat)), h, nil
-}
-
-// storeOptions maps the trusted configuration onto the store: agent_min_age = "0s" turns the
-// window off.
-func storeOptions(c *policy.Config, plat agents.Platform) agents.Options {
-	o := agents.Options{MinAge: c.AgentMinAge, Versions: c.AgentVersions, Platform: plat}
-	if o.MinAge <= 0 {
-		o.MinAge = -1
-	}
-	return o
+	return agents.Open(h.Dir, agents.TrustedOptions(eff.Config.AgentMinAge, eff.Config.AgentVersions, plat)), h, nil
 }
 
 // agentRow is one agent of `git corral agents --json`.
