@@ -76,11 +76,7 @@ func StoreOptions(cfg *policy.Config) (agents.Options, error) {
 	if err != nil {
 		return agents.Options{}, err
 	}
-	o := agents.Options{MinAge: cfg.AgentMinAge, Versions: cfg.AgentVersions, Platform: plat}
-	if o.MinAge <= 0 {
-		o.MinAge = -1
-	}
-	return o, nil
+	return agents.TrustedOptions(cfg.AgentMinAge, cfg.AgentVersions, plat), nil
 }
 
 // installTarget is the agent a session installs on first use: the one argv's first word
