@@ -109,6 +109,14 @@ type Config struct {
 	// CloneUncommitted is `clone_uncommitted` (trusted-only): with source = "clone", also send
 	// the work tree's uncommitted changes to tracked files (never an untracked file).
 	CloneUncommitted bool
+
+	// Fields below were added with the agent store (issue 23); each names its TOML key.
+
+	// AgentMinAge is `agent_min_age` (trusted-only): the age an agent package version must
+	// reach on the registry before it is installed; 0 turns the window off.
+	AgentMinAge time.Duration
+	// AgentVersions is `agent_versions` (trusted-only): agent name → exact pinned version.
+	AgentVersions map[string]string
 }
 
 // Default returns the built-in defaults, the lowest layer.
@@ -124,9 +132,11 @@ func Default() *Config {
 		EnvFromHost:        map[string]string{},
 		Env:                map[string]string{},
 		GitIdentity:        "host",
-		AgentState:         "shared",
+		AgentState:         "isolated", // shared mounts ~/.claude writable: trusted layers choose it (issue #23)
 		GitTokens:          map[string]string{},
 		Golden:             true,
 		SnapshotsKeep:      3,
+		AgentMinAge:        7 * 24 * time.Hour,
+		AgentVersions:      map[string]string{},
 	}
 }

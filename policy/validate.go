@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/git-corral/git-corral/agents"
 	"github.com/git-corral/git-corral/internal/visible"
 )
 
@@ -90,6 +91,11 @@ func checkString(key, mapKey, v string) string {
 	case "git_tokens":
 		if checkGitHost(mapKey) != "" || !envNameRE.MatchString(v) {
 			return fmt.Sprintf("must map git host names (with an optional :port) to variable names, not %q = %q", mapKey, v)
+		}
+		return ""
+	case "agent_versions":
+		if err := agents.CheckPin(mapKey, v); err != nil {
+			return err.Error()
 		}
 		return ""
 	case "name":

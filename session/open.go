@@ -81,6 +81,9 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if err := b.renderGuest(ctx); err != nil {
 		return nil, err
 	}
+	if err := b.openAgents(ctx); err != nil { // agentbox.go: store and state mounts, first-use install
+		return nil, err
+	}
 	if d := provision.ScriptsDrift(meta.GuestScripts, b.Bundle.ProductScripts()); len(d) > 0 {
 		// git_tokens or packages added after creation, or another git corral: what the box
 		// runs at boot is what it was made with.
@@ -121,7 +124,7 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 // spec is the vm.BoxSpec of b for req.
 func (b *Box) spec(req Request) vm.BoxSpec {
 	spec := vm.BoxSpec{
-		Box: b.Name, ProjectDir: b.Dir, Config: b.Config, Bundle: b.Bundle, Create: !req.NoCreate, BrokerPort: b.BrokerPort,
+		Box: b.Name, ProjectDir: b.Dir, Config: b.Config, Bundle: b.Bundle, Create: !req.NoCreate, BrokerPort: b.BrokerPort, Agents: b.Agents,
 		Progress: req.UI.Progress, Notice: req.notice,
 	}
 	if !req.Yes && req.UI.Confirm != nil {

@@ -85,11 +85,12 @@ func agentSocketFor(req Request, cfg *policy.Config) (string, error) {
 }
 
 // env assembles the session's variables from the trusted layers (boxenv), with each --env
-// NAME forwarded too, plus the broker's proxy settings in broker mode. Values travel only
+// NAME and each of the session agent's auth variables (agentAuth) forwarded too, plus the
+// broker's proxy settings in broker mode. Values travel only
 // inside the SSH channel; the names are returned for the audit log, and hostValues says
 // whether any value besides the broker's proxy settings came from the host's configuration.
-func (b *Box) env() (vars map[string]string, envNames []string, hostValues bool, err error) {
-	e, err := AssembleEnv(b.Config, b.req.Env)
+func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []string, hostValues bool, err error) {
+	e, err := AssembleEnv(b.Config, append(append([]string{}, b.req.Env...), agentAuth...))
 	if err != nil {
 		return nil, nil, false, err
 	}

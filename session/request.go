@@ -75,6 +75,8 @@ type Box struct {
 	Plan         *gitshadow.Plan
 	BrokerPort   int
 	BrokerSecret []byte
+	// Agents are the box's agent mounts (agentbox.go); zero in clone mode.
+	Agents vm.AgentMounts
 
 	req      Request
 	prefetch *guardPrefetch

@@ -36,6 +36,9 @@ type BoxSpec struct {
 	Progress *Progress
 	// Notice prints one-line notices (software emulation, waiting for a lock).
 	Notice func(string)
+	// Agents are the box's agent mounts (agentmounts.go); the session sets them for every
+	// mount-mode box.
+	Agents AgentMounts
 	// Golden creates a new box as an overlay of the golden base of its guest recipe (built
 	// first when missing) instead of from scratch.
 	Golden bool
@@ -67,6 +70,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: spec.ProjectDir,
 		NoProjectMount: spec.NoProjectMount, MountSource: spec.MountSource, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
 		ExtraMounts: spec.ExtraMounts,
+		Agents:      spec.Agents,
 	})
 	if err != nil {
 		return Rendered{}, err
@@ -242,5 +246,6 @@ func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (str
 
 // GoldenBox is what of spec's box its golden key depends on besides the recipe.
 func (spec BoxSpec) GoldenBox(r Rendered) GoldenBox {
-	return GoldenBox{ProjectDir: spec.ProjectDir, BrokerPort: spec.BrokerPort, State: stateCapable(r, spec.NoProjectMount) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == ""}
+	return GoldenBox{ProjectDir: spec.ProjectDir, BrokerPort: spec.BrokerPort, AgentMounts: spec.Agents.Standard(),
+		State: stateCapable(r, spec.NoProjectMount) && standardDevices(spec.Agents) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == ""}
 }

@@ -85,6 +85,9 @@ type GoldenBox struct {
 	// State is whether the box can resume a saved state (stateCapable): such boxes get bases
 	// with one, built with their devices, and the state fixes the CPUs and memory.
 	State bool
+	// AgentMounts is whether the box has the standard agent mounts (agentmounts.go): a state
+	// base is built with the same devices, so boxes with and without them never share one.
+	AgentMounts bool
 }
 
 // GoldenKey hashes a box's guest recipe: the image, the box disk size, the packages, the
@@ -97,6 +100,9 @@ func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox)
 	fmt.Fprintf(h, "golden/4\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
 	if box.State {
 		fmt.Fprintf(h, "state\x00cpus\x00%d\x00memory\x00%s\x00", cfg.CPUs, cfg.Memory)
+		if box.AgentMounts {
+			io.WriteString(h, "agentmounts\x00")
+		}
 	}
 	pk := append([]string(nil), cfg.Packages...)
 	sort.Strings(pk)

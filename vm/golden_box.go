@@ -72,6 +72,9 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 			return Golden{}, err
 		}
 		src.NoProjectMount, src.MountSource = false, mnt
+		if src.Agents, err = placeholderAgents(work, spec.Agents); err != nil {
+			return Golden{}, err
+		}
 		src.Bundle.Scripts = append(src.Bundle.Scripts, stateSealScript(nonce, spec.ProjectDir, recipe))
 	} else {
 		src.Bundle.Scripts = append(src.Bundle.Scripts, goldenSealScript())

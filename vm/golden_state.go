@@ -163,11 +163,13 @@ PROJECT_DIR=` + shellQuote(projectDir) + `
 RECIPE=' ` + strings.Join(recipe, " ") + ` '
 say() { echo "corral-golden-state: $1 $NONCE" >/dev/console; echo "corral: golden state: $1${2:+: $2}"; }
 # The host waits for one of: "` + stateReadyLine + nonce + `", "` + stateFailedLine + nonce + `".
-umount -R "$PROJECT_DIR" 2>/dev/null || true
-if mountpoint -q "$PROJECT_DIR"; then
-	say failed "the build mount $PROJECT_DIR cannot be unmounted"
-	exit 1
-fi
+for d in "$PROJECT_DIR" ` + AgentStoreGuest + ` ` + AgentStateGuest + `; do
+	umount -R "$d" 2>/dev/null || true
+	if mountpoint -q "$d"; then
+		say failed "the build mount $d cannot be unmounted"
+		exit 1
+	fi
+done
 old=$(blkid -p -s UUID -o value /dev/sr0 2>/dev/null) || old=
 if [ -z "$old" ]; then
 	say failed "the cidata disc has no UUID"

@@ -46,6 +46,8 @@ type TemplateOptions struct {
 	TCG bool
 	// ExtraMounts are the checked `mounts` entries (extra.go).
 	ExtraMounts []ExtraMount
+	// Agents are the agent store and state mounts (agentmounts.go); ignored with NoProjectMount.
+	Agents AgentMounts
 }
 
 // kernelCmdline boots the recipe's bare ext4 root filesystem directly.
@@ -105,7 +107,7 @@ func mounts(o TemplateOptions) []limayaml.Mount {
 	if o.MountSource != "" {
 		src = o.MountSource
 	}
-	return []limayaml.Mount{{Location: src, MountPoint: ptr(o.ProjectDir), Writable: ptr(!o.Config.ReadonlyProject)}}
+	return append([]limayaml.Mount{{Location: src, MountPoint: ptr(o.ProjectDir), Writable: ptr(!o.Config.ReadonlyProject)}}, o.Agents.limaMounts()...)
 }
 
 // checkOptions refuses options Lima would misread or that would widen the box.
@@ -131,6 +133,7 @@ func checkOptions(o TemplateOptions) error {
 	if o.HostOS == HostLinux && o.MountType != limayaml.NINEP && o.MountType != limayaml.REVSSHFS && o.MountType != limayaml.VIRTIOFS {
 		errs = append(errs, fmt.Errorf("render template: mount type %q is not 9p, reverse-sshfs or virtiofs", o.MountType))
 	}
+	errs = append(errs, o.Agents.check()...)
 	if o.Config.CPUs < 1 {
 		errs = append(errs, fmt.Errorf("render template: cpus = %d must be at least 1", o.Config.CPUs))
 	}

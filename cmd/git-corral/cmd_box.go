@@ -207,14 +207,15 @@ func (a *app) listEntry(ctx context.Context, m *vm.Manager, s vm.Status) listEnt
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
 		return e
 	}
-	var extra []vm.ExtraMount // the box's extra mounts, as a session renders them
-	if !meta.NoProjectMount {
-		if extra, err = session.ExtraMounts(m.Home, cfg, meta.Project, a.getenv); err != nil {
+	spec := vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle}
+	if !meta.NoProjectMount { // the box's extra and agent mounts, as a session renders them
+		if spec.ExtraMounts, err = session.ExtraMounts(m.Home, cfg, meta.Project, a.getenv); err != nil {
 			e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
 			return e
 		}
+		spec.Agents = session.AgentMountSet(m.Home, s.Name, cfg.AgentState, a.getenv("HOME"))
 	}
-	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle, ExtraMounts: extra}, meta.TCG)
+	r, err := m.RenderBox(ctx, spec, meta.TCG)
 	switch {
 	case err != nil:
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()

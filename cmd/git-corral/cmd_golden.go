@@ -107,7 +107,7 @@ func (a *app) goldenBuild(ctx context.Context, m *vm.Manager, jsonOut bool) erro
 		return err
 	}
 	spec := vm.BoxSpec{Box: p.Box, ProjectDir: p.TopLevel, Config: cfg, Bundle: bundle,
-		Progress: a.progress(), Notice: a.notice}
+		Progress: a.progress(), Notice: a.notice, Agents: session.AgentMountSet(m.Home, p.Box, cfg.AgentState, a.getenv("HOME"))}
 	r, err := m.RenderBox(ctx, spec, false)
 	if errors.Is(err, vm.ErrNoImage) {
 		return withHint(err, "build it once as root: 'sudo git corral image build --dir "+vm.SystemImageDir+"'")

@@ -71,6 +71,8 @@ func commands() []*command {
 		{name: "dashboard", group: groupDaily, summary: "a terminal UI of every box: state, mode, sessions, egress denials", define: defineDashboard},
 		{name: "audit", group: groupReview, usesBox: true, summary: "show the audit log of sessions and guards", define: defineAudit},
 
+		{name: "agents", group: groupMaintenance, usesBox: true, summary: "list the agent catalogue and the host's verified agent store; install, update, verify, log out", define: defineAgents, verbs: agentsVerbs},
+
 		{name: "egress", group: groupReview, usesBox: true, summary: "show what the box's broker allowed and refused", define: defineEgress},
 		{name: "ssh-config", group: groupDaily, summary: "print (or --install) an ssh_config entry per box whose connection goes through the guards", define: defineSSHConfig},
 		{name: "code", group: groupDaily, summary: "open VS Code Remote-SSH on this repository's box, through the guards", define: defineCode},
