@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/git-corral/git-corral/agents"
 )
@@ -93,6 +92,8 @@ func TestAgents(t *testing.T) {
 	box := boxName(t, dir)
 	cleanupBox(t, box)
 	writeProjectConfig(t, box, "network = \"broker\"\ndefault_agent = \"claude --version\"\nagent_state = \"isolated\"\n")
+	// Every host process from here on is watched for the key on its argv.
+	scan := watchArgv(t, agentsFakeKey)
 	suite.env = []string{"ANTHROPIC_API_KEY=" + agentsFakeKey, "OPENAI_API_KEY=sk-openai-not-for-a-claude-session"}
 	t.Cleanup(func() { suite.env = nil })
 	stateFile := filepath.Join(suite.home, "agents", "state", box, "claude", ".claude", "corral-e2e-state")
@@ -122,10 +123,9 @@ func TestAgents(t *testing.T) {
 	})
 	t.Run("the agent's key is in its environment, in no argv, log or file under CORRAL_HOME", func(t *testing.T) {
 		done := make(chan result, 1)
-		go func() { done <- corral(t, dir, nil, "run", "--", "sh", "-c", "env; sleep 5") }()
-		time.Sleep(3 * time.Second)
-		leaks := hostArgvLeaks(agentsFakeKey)
+		go func() { done <- corral(t, dir, nil, "run", "--", "sh", "-c", "env") }()
 		r := <-done
+		leaks := scan.stop(t)
 		if !strings.Contains(r.stdout, "ANTHROPIC_API_KEY="+agentsFakeKey+"\n") {
 			t.Errorf("exit %d: ANTHROPIC_API_KEY is not in the claude session's environment", r.code)
 		}
