@@ -10,13 +10,16 @@ import (
 )
 
 // BeforeSession is what happens on the way to a session, before the box is booted: the process
-// marks the box in use (for idle stop), stops other boxes idle longer than their idle_stop (a
+// marks the box in use until it ends (for idle stop and stop_on_exit), starts the box's
+// watcher (watch.go) that stops it after the last session, stops other boxes idle longer than their idle_stop (a
 // few stat calls when nothing is idle), and with snapshot = "auto" takes an automatic snapshot
 // of a stopped box, keeping snapshots_keep. Failures here are notices: they never block the
 // session.
 func BeforeSession(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config, notice func(string)) {
-	if _, err := m.BeginSession(ctx, box, cfg.IdleStop); err != nil {
+	if _, err := m.BeginSessionLimits(ctx, box, cfg.IdleStop, cfg.StopOnExit); err != nil {
 		notice("idle tracking off for this session: " + err.Error())
+	} else if err := StartWatcher(m.Home, box, cfg); err != nil {
+		notice("the box will not stop by itself (stop_on_exit, idle_stop): " + err.Error())
 	}
 	boxes, err := m.StopIdle(ctx, time.Now(), cfg.IdleStop, box, false)
 	if err != nil {
