@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/boxenv"
@@ -26,6 +27,9 @@ func preflight(ctx context.Context, req Request, h home.Home, box, dir string, c
 		return err
 	}
 	if _, err := agentSocketFor(req, cfg); err != nil {
+		return err
+	}
+	if _, _, _, err := GitIdentity(ctx, cfg.GitIdentity, dir); err != nil {
 		return err
 	}
 	rec := audit.Record{Event: audit.EventStart, Box: box, Project: dir, Network: string(cfg.Network),
@@ -86,6 +90,17 @@ func (b *Box) env() (vars map[string]string, envNames []string, hostValues bool,
 		b.req.notice("not passed into the box: " + d)
 	}
 	hostValues = len(e.Values) > 0
+	id, idHost, missing, err := GitIdentity(context.TODO(), b.Config.GitIdentity, b.hostDir())
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if len(missing) > 0 {
+		b.req.notice(fmt.Sprintf("git_identity = \"host\": the host's git has no %s; commits in the box carry the box's own", strings.Join(missing, " or ")))
+	}
+	for k, v := range id {
+		e.Values[k] = v
+	}
+	hostValues = hostValues || idHost && len(id) > 0
 	if b.BrokerSecret != nil {
 		for k, v := range b.proxyEnv() {
 			e.Values[k] = v
