@@ -6,9 +6,10 @@ package session
 //     GIT_COMMITTER_EMAIL in the session's SSH channel: per session, above anything the box's
 //     own (box-writable) git config says, and nothing is written into the box.
 //   - host: the host's user.name and user.email as the host's git reads them in the checkout
-//     (git config, so includes and the global file count). A host without one sets neither of
-//     its variables, with a notice: there is nothing of the host to copy. These are host
-//     values: they are sent only once the box passed its guard check.
+//     (git config, so includes and the global file count; in clone mode, where the host has
+//     no checkout, the global file only). An unset one is not sent, with a notice: there is
+//     nothing of the host to copy. These are host values: they are sent only once the box
+//     passed its guard check.
 //   - corral: CorralName and CorralEmail, the same for every box; nothing of the host.
 //   - none: nothing is set; commits carry whatever the box's own configuration says.
 
@@ -68,9 +69,14 @@ func GitIdentity(ctx context.Context, mode, dir string) (vars map[string]string,
 }
 
 // hostGitConfig is `git config --get key` in dir on the host ("" when unset): one line, no
-// control characters.
+// control characters. Without a checkout (clone mode: the host has no working tree of the
+// code) only the user's global configuration is read.
 func hostGitConfig(ctx context.Context, dir, key string) (string, error) {
-	out, err := gitcli.Git{Dir: dir}.Output(ctx, "config", "--get", key)
+	args := []string{"config", "--get", key}
+	if dir == "" {
+		args = []string{"config", "--global", "--get", key}
+	}
+	out, err := gitcli.Git{Dir: dir}.Output(ctx, args...)
 	var ge *gitcli.Error
 	if errors.As(err, &ge) && ge.ExitCode == 1 {
 		return "", nil // unset
@@ -85,8 +91,8 @@ func hostGitConfig(ctx context.Context, dir, key string) (string, error) {
 	return v, nil
 }
 
-// hostDir is where the host's git is asked for git_identity: the checkout, or (clone mode)
-// this process's directory.
+// hostDir is where the host's git is asked for git_identity: the checkout, or "" in clone
+// mode (the user's global configuration only).
 func (b *Box) hostDir() string {
 	if b.Project != nil {
 		return b.Project.TopLevel

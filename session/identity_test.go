@@ -92,3 +92,20 @@ func TestGitIdentityInSessionEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestGitIdentityCloneModeReadsGlobalOnly: without a checkout (clone mode) only the user's
+// global configuration is read, never a repository's own (control: in the checkout, the
+// repository's user.name wins as git says).
+func TestGitIdentityCloneModeReadsGlobalOnly(t *testing.T) {
+	repo := hermeticIdentity(t, "[user]\n\tname = Global Person\n\temail = g@example.invalid\n")
+	if out, err := exec.Command("git", "-C", repo, "config", "user.name", "Repo Person").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v: %s", err, out)
+	}
+	t.Chdir(repo)
+	for dir, want := range map[string]string{"": "Global Person", repo: "Repo Person"} {
+		vars, _, _, err := GitIdentity(context.Background(), "host", dir)
+		if err != nil || vars["GIT_AUTHOR_NAME"] != want {
+			t.Errorf("dir %q: %v, %v; want author %q", dir, vars, err, want)
+		}
+	}
+}

@@ -53,6 +53,9 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if err := renameBox(h, p, cfg, &pf); err != nil { // name, image: lifecycle.go
 		return nil, err
 	}
+	if _, _, _, err := GitIdentity(ctx, cfg.GitIdentity, p.TopLevel); err != nil { // before any boot
+		return nil, err
+	}
 	if cfg.Source == SourceClone { // clone.go: no mount, HEAD + tracked changes delivered
 		return openCloneSource(ctx, req, p, cfg)
 	}

@@ -29,9 +29,6 @@ func preflight(ctx context.Context, req Request, h home.Home, box, dir string, c
 	if _, err := agentSocketFor(req, cfg); err != nil {
 		return err
 	}
-	if _, _, _, err := GitIdentity(ctx, cfg.GitIdentity, dir); err != nil {
-		return err
-	}
 	rec := audit.Record{Event: audit.EventStart, Box: box, Project: dir, Network: string(cfg.Network),
 		Profile: cfg.Profile, EnvNames: e.Names(), SSHAgent: cfg.SSHAgent, Detail: "git corral " + req.Cmd}
 	if err := AuditLog(h).Append(ctx, rec); err != nil {
