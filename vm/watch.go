@@ -61,8 +61,11 @@ func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration) (Wa
 	defer unlock()
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	// Only a session starts a watcher: one was alive when it started, even if it ended before
+	// the first poll.
+	lastBusy := time.Now()
 	for {
-		if r, done := m.watchOnce(ctx, box); done {
+		if r, done := m.watchOnce(ctx, box, &lastBusy); done {
 			return r, nil
 		}
 		select {
@@ -73,11 +76,17 @@ func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration) (Wa
 	}
 }
 
-// watchOnce is one poll: done is true when the watcher should end, with why.
-func (m *Manager) watchOnce(ctx context.Context, box string) (WatchResult, bool) {
+// watchOnce is one poll: done is true when the watcher should end, with why. lastBusy is when
+// this watcher last saw a session hold the marker: a session that ends by a signal never
+// touches the marker at its end, and its mtime may be up to a minute (sessionTouch) older.
+func (m *Manager) watchOnce(ctx context.Context, box string, lastBusy *time.Time) (WatchResult, bool) {
 	s := m.readSession(box, 0)
 	if s.busy {
+		*lastBusy = time.Now()
 		return WatchResult{}, false
+	}
+	if lastBusy.After(s.since) {
+		s.since = *lastBusy
 	}
 	st, err := m.Inspect(box)
 	if err != nil || st.Status != "Running" {
