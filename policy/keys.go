@@ -131,7 +131,7 @@ var keys = slices.Concat([]KeySpec{
 		Doc:   "How many automatic snapshots (`snapshot = \"auto\"`) a box keeps; older ones are deleted. Named snapshots are never deleted by this.",
 		field: func(c *Config) any { return &c.SnapshotsKeep }},
 	{Name: "stop_on_exit", Class: ProjectOK, Kind: KindBool, Example: "false",
-		Doc:   "Stop the box when its last session (start, run, shell) ends, however it ends (a signal too): with several sessions, the last one's end stops it, within a few seconds, audited. It does not wait for other git corral commands (status, diff, fetch) that are not sessions.",
+		Doc:   "Stop the box when its last session (start, run, shell, an editor connection) ends, however it ends (a signal too): with several sessions, the last one's end stops it, within a few seconds, audited. It does not wait for git corral commands that are not sessions (status, diff, snapshot).",
 		field: func(c *Config) any { return &c.StopOnExit }},
 
 	{Name: "agent_state", Class: ProjectMayTighten, Kind: KindString, Order: []string{"shared", "seeded", "isolated"}, Example: `"seeded"`,
