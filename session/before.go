@@ -16,11 +16,7 @@ import (
 // of a stopped box, keeping snapshots_keep. Failures here are notices: they never block the
 // session.
 func BeforeSession(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config, notice func(string)) {
-	if _, err := m.BeginSessionLimits(ctx, box, cfg.IdleStop, cfg.StopOnExit); err != nil {
-		notice("idle tracking off for this session: " + err.Error())
-	} else if err := StartWatcher(m.Home, box, cfg); err != nil {
-		notice("the box will not stop by itself (stop_on_exit, idle_stop): " + err.Error())
-	}
+	markSession(ctx, m, box, cfg, notice)
 	boxes, err := m.StopIdle(ctx, time.Now(), cfg.IdleStop, box, false)
 	if err != nil {
 		notice("idle boxes not checked: " + err.Error())

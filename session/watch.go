@@ -15,6 +15,16 @@ import (
 	"github.com/git-corral/git-corral/vm"
 )
 
+// markSession marks box in use until this process ends (for idle_stop and stop_on_exit) and
+// starts its watcher. Failures are notices: they never block the session.
+func markSession(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config, notice func(string)) {
+	if _, err := m.BeginSessionLimits(ctx, box, cfg.IdleStop, cfg.StopOnExit); err != nil {
+		notice("idle tracking off for this session: " + err.Error())
+	} else if err := StartWatcher(m.Home, box, cfg); err != nil {
+		notice("the box will not stop by itself (stop_on_exit, idle_stop): " + err.Error())
+	}
+}
+
 // StartWatcher starts box's lifecycle watcher ("git corral --box BOX watch", vm/watch.go)
 // detached, when cfg asks for stop_on_exit or an idle_stop: its own session, no terminal,
 // output to the box's watch log, so that it outlives this command. A watcher already watching
