@@ -55,18 +55,20 @@ func StartWatcher(h home.Home, box string, cfg *policy.Config) error {
 	return cmd.Process.Release()
 }
 
-// Watch runs box's watcher (vm.Manager.Watch) until it stopped the box or has nothing left to
-// do, and records a stop in the audit log (event "stop", the reason in its detail).
+// Watch runs box's watcher (vm.Manager.Watch) until it has nothing left to do, and records
+// each stop it makes in the audit log (event "stop", the reason in its detail).
 func Watch(ctx context.Context, m *vm.Manager, box string, poll time.Duration) (vm.WatchResult, error) {
-	r, err := m.Watch(ctx, box, poll)
-	if err != nil || !r.Stopped {
-		return r, err
+	var auditErr error
+	r, err := m.Watch(ctx, box, poll, func(r vm.WatchResult) {
+		meta, _ := m.ReadMeta(box)
+		rec := audit.Record{Event: audit.EventStop, Box: box, Project: meta.Project, Network: meta.Network,
+			Detail: fmt.Sprintf("stopped by its watcher: %s (no session for %s)", r.Reason, r.Idle.Round(time.Second))}
+		if err := AuditLog(m.Home).Append(context.WithoutCancel(ctx), rec); err != nil {
+			auditErr = fmt.Errorf("watch box %q: stopped, but not audited: %w", box, err)
+		}
+	})
+	if err == nil {
+		err = auditErr
 	}
-	meta, _ := m.ReadMeta(box)
-	rec := audit.Record{Event: audit.EventStop, Box: box, Project: meta.Project, Network: meta.Network,
-		Detail: fmt.Sprintf("stopped by its watcher: %s (no session for %s)", r.Reason, r.Idle.Round(time.Second))}
-	if err := AuditLog(m.Home).Append(context.WithoutCancel(ctx), rec); err != nil {
-		return r, fmt.Errorf("watch box %q: stopped, but not audited: %w", box, err)
-	}
-	return r, nil
+	return r, err
 }

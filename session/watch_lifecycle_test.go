@@ -21,10 +21,34 @@ func TestStopOnExitLastSession(t *testing.T) {
 	w.stillRunning(time.Second, "while a session was still alive")
 	kill(t, b)
 	w.waitStopped(5 * time.Second)
-	w.waitWatchLog("stopped=true: stop_on_exit", 5*time.Second)
+	w.waitWatchLog("stopped=true", 5*time.Second)
 	w.checkStopRecorded("stop_on_exit")
 	if log := w.read(w.watchLog()); !strings.Contains(log, "another watcher watches the box") {
 		t.Errorf("watch log %q: the second session's watcher did not end at once", log)
+	}
+}
+
+// TestStopOnExitSessionDuringStop: a session that begins while the watcher is stopping the box
+// (its own watcher ends at once: one per box) is still watched: the box it boots again keeps
+// running while it lives (control) and stops when it ends.
+func TestStopOnExitSessionDuringStop(t *testing.T) {
+	w := newWatchEnv(t)
+	w.env = append(w.env, "FAKE_STOP_SLEEP=1")
+	a := w.session("0s", true, "forever")
+	kill(t, a)
+	for start := time.Now(); !strings.Contains(w.read(w.calls), "stop"); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the watcher never began to stop the box")
+		}
+	}
+	b := w.session("0s", true, "forever") // begins while limactl stop runs
+	w.waitStopped(5 * time.Second)
+	w.boot() // what b's Ensure does
+	w.stillRunning(time.Second, "while the second session was alive")
+	kill(t, b)
+	w.waitStopped(5 * time.Second)
+	if n := strings.Count(w.read(w.calls), "stop "+w.box); n != 2 {
+		t.Fatalf("%d stops, want 2: one per last session", n)
 	}
 }
 
@@ -57,7 +81,7 @@ func TestIdleStopByItself(t *testing.T) {
 			if d := time.Since(ended); d < 1500*time.Millisecond {
 				t.Fatalf("box stopped %v after its session, before idle_stop 1.5s", d)
 			}
-			w.waitWatchLog("stopped=true: idle_stop 1.5s", 5*time.Second)
+			w.waitWatchLog("stopped=true", 5*time.Second)
 			w.checkStopRecorded("idle_stop 1.5s")
 		})
 	}

@@ -87,23 +87,32 @@ func newWatchEnv(t *testing.T) *watchEnv {
 	t.Setenv("LIMA_HOME", h.LimaHome())
 	inst := filepath.Join(h.LimaHome(), w.box)
 	must(t, os.MkdirAll(inst, 0o700))
-	vmProc := exec.Command("sleep", "600")
-	must(t, vmProc.Start())
-	go vmProc.Wait() // reaped when the fake limactl kills it
-	t.Cleanup(func() { _ = vmProc.Process.Kill() })
-	pid := []byte(strconv.Itoa(vmProc.Process.Pid))
-	for f, b := range map[string][]byte{"lima.yaml": []byte("vmType: qemu\nimages: [{location: /x, arch: x86_64}]\n"),
-		"ha.pid": pid, "qemu.pid": pid, "ssh.config": []byte("Host lima-" + w.box + "\n")} {
-		must(t, os.WriteFile(filepath.Join(inst, f), b, 0o600))
-	}
+	must(t, os.WriteFile(filepath.Join(inst, "lima.yaml"), []byte("vmType: qemu\nimages: [{location: /x, arch: x86_64}]\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(inst, "ssh.config"), []byte("Host lima-"+w.box+"\n"), 0o600))
+	w.boot()
 	limactl := filepath.Join(h.Dir, "limactl")
-	script := "#!/bin/sh\necho \"$*\" >> " + w.calls + "\n[ \"$2\" = stop ] || exit 1\nd=\"$LIMA_HOME/$3\"\nkill \"$(cat \"$d/ha.pid\")\"\nrm -f \"$d/ha.pid\" \"$d/qemu.pid\"\n"
+	script := "#!/bin/sh\necho \"$*\" >> " + w.calls + "\n[ \"$2\" = stop ] || exit 1\nsleep \"${FAKE_STOP_SLEEP:-0}\"\n" +
+		"d=\"$LIMA_HOME/$3\"\nkill \"$(cat \"$d/ha.pid\")\"\nrm -f \"$d/ha.pid\" \"$d/qemu.pid\"\n"
 	must(t, os.WriteFile(limactl, []byte(script), 0o755))
 	w.env = append(os.Environ(), "CORRAL_HOME="+h.Dir, "CORRAL_LIMACTL="+limactl, "LIMA_HOME="+h.LimaHome(), "CORRAL_TEST_WATCH_POLL=100ms")
 	if !w.running() {
 		t.Fatal("the stand-in box is not seen as running")
 	}
 	return w
+}
+
+// boot makes the stand-in box run: a real process named by its host agent and QEMU pid files,
+// as Lima's start leaves them.
+func (w *watchEnv) boot() {
+	w.t.Helper()
+	vmProc := exec.Command("sleep", "600")
+	must(w.t, vmProc.Start())
+	go vmProc.Wait() // reaped when the fake limactl kills it
+	w.t.Cleanup(func() { _ = vmProc.Process.Kill() })
+	pid := []byte(strconv.Itoa(vmProc.Process.Pid))
+	for _, f := range []string{"ha.pid", "qemu.pid"} {
+		must(w.t, os.WriteFile(filepath.Join(w.h.LimaHome(), w.box, f), pid, 0o600))
+	}
 }
 
 func must(t *testing.T, err error) {

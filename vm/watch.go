@@ -45,32 +45,55 @@ func (m *Manager) BeginSessionLimits(ctx context.Context, box string, idleStop t
 	return m.beginSession(ctx, box, sessionMark{IdleStop: idleStop.String(), StopOnExit: stopOnExit})
 }
 
-// Watch is the box's watcher (see the file's rules): it polls every poll (WatchPoll when 0)
-// until it has stopped the box or has nothing left to do, or ctx ends.
-func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration) (WatchResult, error) {
+// Watch is the box's watcher (see the file's rules): it polls every poll (WatchPoll when 0),
+// calls onStop after each stop it makes, and returns once no session holds the box and the box
+// does not run (or nothing is asked), or when ctx ends. The returned result's Stopped says
+// whether it stopped the box at all. A session that begins while the box stops keeps this
+// watcher (its own ended at once on the lock): the watcher ends only after releasing the lock
+// and seeing no session.
+func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration, onStop func(WatchResult)) (WatchResult, error) {
 	if poll <= 0 {
 		poll = WatchPoll
 	}
-	unlock, err := lockExclusive(filepath.Join(m.Home.Boxes(), box+".watch"))
+	if err := m.Home.MkdirAll(m.Home.Boxes()); err != nil {
+		return WatchResult{}, err
+	}
+	lock := filepath.Join(m.Home.Boxes(), box+".watch")
+	unlock, err := lockExclusive(lock)
 	if errors.Is(err, errLocked) {
 		return WatchResult{Reason: "another watcher watches the box"}, nil
 	}
 	if err != nil {
 		return WatchResult{}, fmt.Errorf("watch box %q: %w", box, err)
 	}
-	defer unlock()
+	defer func() { unlock() }()
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	// Only a session starts a watcher: one was alive when it started, even if it ended before
 	// the first poll.
-	lastBusy := time.Now()
+	lastBusy, stopped := time.Now(), false
 	for {
-		if r, done := m.watchOnce(ctx, box, &lastBusy); done {
-			return r, nil
+		r, done := m.watchOnce(ctx, box, &lastBusy)
+		if r.Stopped {
+			stopped, done = true, false
+			if onStop != nil {
+				onStop(r)
+			}
+		}
+		if done {
+			unlock()
+			unlock = func() {}
+			if !m.readSession(box, 0).busy {
+				r.Stopped = stopped
+				return r, nil
+			}
+			if unlock, err = lockExclusive(lock); err != nil {
+				return WatchResult{Stopped: stopped, Reason: "another watcher took over"}, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return WatchResult{Reason: "told to end"}, ctx.Err()
+			return WatchResult{Stopped: stopped, Reason: "told to end"}, ctx.Err()
 		case <-t.C:
 		}
 	}
