@@ -20,8 +20,8 @@ func TestStopOnExitLastSession(t *testing.T) {
 	kill(t, a)
 	w.stillRunning(time.Second, "while a session was still alive")
 	kill(t, b)
-	w.waitStopped(5 * time.Second)
-	w.waitWatchLog("stopped=true", 5*time.Second)
+	w.waitStopped(15 * time.Second)
+	w.waitWatchLog("stopped=true", 15*time.Second)
 	w.checkStopRecorded("stop_on_exit")
 	if log := w.read(w.watchLog()); !strings.Contains(log, "another watcher watches the box") {
 		t.Errorf("watch log %q: the second session's watcher did not end at once", log)
@@ -42,11 +42,15 @@ func TestStopOnExitSessionDuringStop(t *testing.T) {
 		}
 	}
 	b := w.session("0s", true, "forever") // begins while limactl stop runs
-	w.waitStopped(5 * time.Second)
-	w.boot() // what b's Ensure does
+	for start := time.Now(); !strings.Contains(w.read(w.calls), "stopped "+w.box); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 15*time.Second {
+			t.Fatal("limactl stop never finished")
+		}
+	}
+	w.boot() // what b's Ensure does, once the stop is over
 	w.stillRunning(time.Second, "while the second session was alive")
 	kill(t, b)
-	w.waitStopped(5 * time.Second)
+	w.waitStopped(15 * time.Second)
 	if n := strings.Count(w.read(w.calls), "stop "+w.box); n != 2 {
 		t.Fatalf("%d stops, want 2: one per last session", n)
 	}
@@ -77,11 +81,11 @@ func TestIdleStopByItself(t *testing.T) {
 			c.end(w)
 			ended := time.Now()
 			w.stillRunning(500*time.Millisecond, "before idle_stop passed")
-			w.waitStopped(5 * time.Second)
+			w.waitStopped(15 * time.Second)
 			if d := time.Since(ended); d < 1500*time.Millisecond {
 				t.Fatalf("box stopped %v after its session, before idle_stop 1.5s", d)
 			}
-			w.waitWatchLog("stopped=true", 5*time.Second)
+			w.waitWatchLog("stopped=true", 15*time.Second)
 			w.checkStopRecorded("idle_stop 1.5s")
 		})
 	}

@@ -84,6 +84,7 @@ func newWatchEnv(t *testing.T) *watchEnv {
 	t.Helper()
 	h := home.Home{Dir: t.TempDir()}
 	w := &watchEnv{t: t, h: h, box: "proj-abc123", calls: filepath.Join(h.Dir, "limactl.calls")}
+	t.Cleanup(w.waitWatchers) // after the sessions and the stand-in VM end, before TempDir's removal
 	t.Setenv("LIMA_HOME", h.LimaHome())
 	inst := filepath.Join(h.LimaHome(), w.box)
 	must(t, os.MkdirAll(inst, 0o700))
@@ -92,13 +93,31 @@ func newWatchEnv(t *testing.T) *watchEnv {
 	w.boot()
 	limactl := filepath.Join(h.Dir, "limactl")
 	script := "#!/bin/sh\necho \"$*\" >> " + w.calls + "\n[ \"$2\" = stop ] || exit 1\nsleep \"${FAKE_STOP_SLEEP:-0}\"\n" +
-		"d=\"$LIMA_HOME/$3\"\nkill \"$(cat \"$d/ha.pid\")\"\nrm -f \"$d/ha.pid\" \"$d/qemu.pid\"\n"
+		"d=\"$LIMA_HOME/$3\"\nkill \"$(cat \"$d/ha.pid\")\"\nrm -f \"$d/ha.pid\" \"$d/qemu.pid\"\necho \"stopped $3\" >> " + w.calls + "\n"
 	must(t, os.WriteFile(limactl, []byte(script), 0o755))
 	w.env = append(os.Environ(), "CORRAL_HOME="+h.Dir, "CORRAL_LIMACTL="+limactl, "LIMA_HOME="+h.LimaHome(), "CORRAL_TEST_WATCH_POLL=100ms")
 	if !w.running() {
 		t.Fatal("the stand-in box is not seen as running")
 	}
 	return w
+}
+
+// waitWatchers waits (up to 15 s) until no watcher holds the box's watch lock: a detached
+// watcher outlives the test's processes by a poll or two, and must not write into a removed
+// directory.
+func (w *watchEnv) waitWatchers() {
+	f, err := os.Open(filepath.Join(w.h.Boxes(), w.box+".watch"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for start := time.Now(); time.Since(start) < 15*time.Second; time.Sleep(50 * time.Millisecond) {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			time.Sleep(200 * time.Millisecond) // its last line of output
+			return
+		}
+	}
+	w.t.Errorf("a watcher of %s still runs 15s after the test", w.box)
 }
 
 // boot makes the stand-in box run: a real process named by its host agent and QEMU pid files,
