@@ -18,7 +18,7 @@ var proofs = map[string][]string{
 	"provision":      {"e2e.TestGuardsFullMode"},
 	"snapshot":       {"e2e.TestGoldenSnapshotUndo"},
 	"snapshots_keep": {"e2e.TestGoldenSnapshotUndo"},
-	"stop_on_exit":   {"e2e.TestKeysLifecycle", "session.TestStopOnExitLastSession"},
+	"stop_on_exit":   {"e2e.TestKeysLifecycle", "session.TestStopOnExitLastSession", "session.TestStopOnExitSessionDuringStop"},
 
 	"agent_state":          {"e2e.TestAgents"},
 	"env":                  {"boxenv.TestAssembleOnlyNamedVariables", "session.TestSessionEnv"},

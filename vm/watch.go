@@ -11,8 +11,8 @@ package vm
 //     too. "The last session ended" is "nobody holds the marker any more", so with several
 //     concurrent sessions only the last one's end stops the box.
 //   - It never outlives its purpose: it returns once no session holds the marker and the box
-//     is not running, once the last session's configuration asks for neither stop, and after
-//     it stopped the box.
+//     is not running (so after a stop, unless a session began meanwhile: that one is watched
+//     on), or once the last session's configuration asks for neither stop.
 //   - It stops the box only under the box lock and only if no session began meanwhile
 //     (stopIfIdle); a busy lock is tried again at the next poll.
 // A user timer (systemd, launchd) was the other way: it needs a user session manager, which
