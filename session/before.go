@@ -10,11 +10,10 @@ import (
 )
 
 // BeforeSession is what happens on the way to a session, before the box is booted: the process
-// marks the box in use until it ends (for idle stop and stop_on_exit), starts the box's
-// watcher (watch.go) that stops it after the last session, stops other boxes idle longer than their idle_stop (a
-// few stat calls when nothing is idle), and with snapshot = "auto" takes an automatic snapshot
-// of a stopped box, keeping snapshots_keep. Failures here are notices: they never block the
-// session.
+// marks the box in use until it ends and starts the box's watcher (watch.go: idle_stop and
+// stop_on_exit), stops other boxes idle longer than their idle_stop (a few stat calls when
+// nothing is idle), and with snapshot = "auto" takes an automatic snapshot of a stopped box,
+// keeping snapshots_keep. Failures here are notices: they never block the session.
 func BeforeSession(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config, notice func(string)) {
 	markSession(ctx, m, box, cfg, notice)
 	boxes, err := m.StopIdle(ctx, time.Now(), cfg.IdleStop, box, false)
