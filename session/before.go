@@ -10,14 +10,12 @@ import (
 )
 
 // BeforeSession is what happens on the way to a session, before the box is booted: the process
-// marks the box in use (for idle stop), stops other boxes idle longer than their idle_stop (a
-// few stat calls when nothing is idle), and with snapshot = "auto" takes an automatic snapshot
-// of a stopped box, keeping snapshots_keep. Failures here are notices: they never block the
-// session.
+// marks the box in use until it ends and starts the box's watcher (watch.go: idle_stop and
+// stop_on_exit), stops other boxes idle longer than their idle_stop (a few stat calls when
+// nothing is idle), and with snapshot = "auto" takes an automatic snapshot of a stopped box,
+// keeping snapshots_keep. Failures here are notices: they never block the session.
 func BeforeSession(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config, notice func(string)) {
-	if _, err := m.BeginSession(ctx, box, cfg.IdleStop); err != nil {
-		notice("idle tracking off for this session: " + err.Error())
-	}
+	markSession(ctx, m, box, cfg, notice)
 	boxes, err := m.StopIdle(ctx, time.Now(), cfg.IdleStop, box, false)
 	if err != nil {
 		notice("idle boxes not checked: " + err.Error())

@@ -87,6 +87,7 @@ func OpenClone(ctx context.Context, req CloneRequest) (*Box, error) {
 	}
 	spec := b.spec(req.Request)
 	spec.NoProjectMount, spec.Create = true, req.Create && !req.NoCreate
+	markSession(ctx, m, req.Box, b.Config, req.notice) // watch.go: clone, fetch and sessions hold the box
 	if b.Status, err = m.Ensure(ctx, spec); err != nil {
 		return nil, ensureError(err, req.Cmd, req.Create)
 	}

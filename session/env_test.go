@@ -21,6 +21,7 @@ func TestSessionEnv(t *testing.T) {
 	t.Setenv("CORRAL_TEST_FORWARDED", "fwd")
 	t.Setenv("CORRAL_TEST_AMBIENT", "never")
 	cfg := policy.Default()
+	cfg.GitIdentity = "none" // identity_test.go covers the identity variables
 	cfg.Env = map[string]string{"LITERAL": "x"}
 	cfg.ForwardEnv = []string{"CORRAL_TEST_FORWARDED", "CORRAL_TEST_UNSET"}
 	b := &Box{Config: cfg}

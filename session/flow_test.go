@@ -100,6 +100,7 @@ func testBox(t *testing.T, srv *sshtest.Server, guard *guardDaemon, getenv map[s
 		env[k] = v
 	}
 	cfg := policy.Default()
+	cfg.GitIdentity = "none" // the fake sshd accepts CORRAL_* only; identity_test.go covers it
 	cfg.Network = policy.NetworkOffline
 	return &Box{
 		Manager: &vm.Manager{Home: home.Home{Dir: t.TempDir()}}, Name: "b-flow", Dir: userDir(t, "project"),

@@ -47,6 +47,15 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkImage(ctx, h, req, policy.LoadOptions{Home: h, TopLevel: p.TopLevel, Box: p.Box}, cfg); err != nil {
+		return nil, err
+	}
+	if err := renameBox(h, p, cfg, &pf); err != nil { // name, image: lifecycle.go
+		return nil, err
+	}
+	if _, _, _, err := GitIdentity(ctx, cfg.GitIdentity, p.TopLevel); err != nil { // before any boot
+		return nil, err
+	}
 	if cfg.Source == SourceClone { // clone.go: no mount, HEAD + tracked changes delivered
 		return openCloneSource(ctx, req, p, cfg)
 	}

@@ -98,6 +98,17 @@ func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []strin
 		b.req.notice("not passed into the box: " + d)
 	}
 	hostValues = len(e.Values) > 0
+	id, idHost, missing, err := GitIdentity(context.TODO(), b.Config.GitIdentity, b.hostDir())
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if len(missing) > 0 {
+		b.req.notice(fmt.Sprintf("git_identity = \"host\": the host's git has no %s; commits in the box carry the box's own", strings.Join(missing, " or ")))
+	}
+	for k, v := range id {
+		e.Values[k] = v
+	}
+	hostValues = hostValues || idHost && len(id) > 0
 	if b.BrokerSecret != nil {
 		for k, v := range routeBoxEnv(b.Config) {
 			if boxenv.CheckName(k) == nil {

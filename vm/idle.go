@@ -26,6 +26,8 @@ const sessionTouch = time.Minute
 // sessionMark is what a marker file holds.
 type sessionMark struct {
 	IdleStop string `json:"idleStop"`
+	// StopOnExit is stop_on_exit of the box's last session (watch.go).
+	StopOnExit bool `json:"stopOnExit,omitempty"`
 }
 
 func (m *Manager) sessionPath(box string) string {
@@ -35,6 +37,11 @@ func (m *Manager) sessionPath(box string) string {
 // BeginSession marks box as in use until the process exits (or end is called), with idleStop
 // as the box's idle limit for gc.
 func (m *Manager) BeginSession(ctx context.Context, box string, idleStop time.Duration) (end func(), err error) {
+	return m.beginSession(ctx, box, sessionMark{IdleStop: idleStop.String()})
+}
+
+// beginSession is BeginSession recording mark.
+func (m *Manager) beginSession(ctx context.Context, box string, mark sessionMark) (end func(), err error) {
 	p := m.sessionPath(box)
 	if err := m.Home.MkdirAll(filepath.Dir(p)); err != nil {
 		return nil, err
@@ -47,7 +54,7 @@ func (m *Manager) BeginSession(ctx context.Context, box string, idleStop time.Du
 		f.Close()
 		return nil, fmt.Errorf("lock session marker %s: %w", p, err)
 	}
-	b, _ := json.Marshal(sessionMark{IdleStop: idleStop.String()})
+	b, _ := json.Marshal(mark)
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt(append(b, '\n'), 0)
 	stop := make(chan struct{})
@@ -111,36 +118,52 @@ func (m *Manager) IdleBoxes(now time.Time, fallback time.Duration) ([]IdleBox, e
 // lastSession reads box's marker: when a session was last alive, its idle limit, and whether a
 // session holds it now. Without a marker the box's start time (its ha.pid) counts.
 func (m *Manager) lastSession(box string, fallback time.Duration) (since time.Time, limit time.Duration, busy bool) {
-	limit = fallback
+	s := m.readSession(box, fallback)
+	return s.since, s.limit, s.busy
+}
+
+// sessionState is what a box's marker says (lastSession).
+type sessionState struct {
+	since      time.Time
+	limit      time.Duration
+	stopOnExit bool
+	busy       bool
+}
+
+// readSession is lastSession with the marker's stop_on_exit.
+func (m *Manager) readSession(box string, fallback time.Duration) sessionState {
 	p := m.sessionPath(box)
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if fi, err := os.Stat(filepath.Join(m.Home.LimaHome(), box, "ha.pid")); err == nil {
-			return fi.ModTime(), limit, false
+			return sessionState{since: fi.ModTime(), limit: fallback}
 		}
-		return time.Time{}, limit, false
+		return sessionState{limit: fallback}
 	}
 	if err != nil {
-		return time.Time{}, 0, false
+		return sessionState{}
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return time.Time{}, 0, true
+		return sessionState{busy: true}
 	}
 	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	s := sessionState{limit: fallback}
 	var mark sessionMark
 	b := make([]byte, 256)
 	n, _ := f.Read(b)
 	if json.Unmarshal(b[:n], &mark) == nil {
 		if d, err := time.ParseDuration(mark.IdleStop); err == nil {
-			limit = d
+			s.limit = d
 		}
+		s.stopOnExit = mark.StopOnExit
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return time.Time{}, 0, false
+		return sessionState{}
 	}
-	return fi.ModTime(), limit, false
+	s.since = fi.ModTime()
+	return s
 }
 
 // StopIdle stops every idle box (see IdleBoxes) except skip, each under its box lock and only if
@@ -163,17 +186,23 @@ func (m *Manager) StopIdle(ctx context.Context, now time.Time, fallback time.Dur
 	return out, nil
 }
 
+// Why stopIfIdle did not stop a box that may stop at the next try.
+const (
+	errBusy         = "box is busy (locked by another git corral)"
+	errSessionBegan = "a session began"
+)
+
 // stopIfIdle takes the box lock without waiting and stops the box if it is still idle.
 func (m *Manager) stopIfIdle(ctx context.Context, box string, fallback time.Duration) (bool, string) {
 	lctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	unlock, err := m.Lock(lctx, box, nil)
 	if err != nil {
-		return false, "box is busy (locked by another git corral)"
+		return false, errBusy
 	}
 	defer unlock()
 	if _, _, busy := m.lastSession(box, fallback); busy {
-		return false, "a session began"
+		return false, errSessionBegan
 	}
 	if err := m.Stop(ctx, box); err != nil {
 		return false, err.Error()

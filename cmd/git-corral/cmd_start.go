@@ -112,7 +112,7 @@ func defineStart(fs *pflag.FlagSet) runFunc {
 
 func defineRun(fs *pflag.FlagSet) runFunc {
 	f := defineBoxFlags(fs)
-	timeout := fs.Duration("timeout", 0, "stop the command after `D` (TERM, then KILL) and exit 124")
+	timeout := fs.Duration("timeout", 0, "stop the command after `D` (TERM, then KILL) and exit 124 (default: the timeout key)")
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) == 0 {
 			return usageErrorf("run", "run needs a command: git corral run -- CMD...")
@@ -124,7 +124,7 @@ func defineRun(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		return b.Run(ctx, args, a.streams(), *timeout)
+		return b.Run(ctx, args, a.streams(), session.RunTimeout(*timeout, fs.Changed("timeout"), b.Config))
 	}
 }
 

@@ -78,6 +78,7 @@ func commands() []*command {
 		{name: "code", group: groupDaily, summary: "open VS Code Remote-SSH on this repository's box, through the guards", define: defineCode},
 		{name: "ssh-proxy", group: groupPlumbing, usesBox: true, summary: "check the box's guards, audit, then relay an ssh connection (ssh-config's ProxyCommand)", define: defineSSHProxy},
 		{name: "connection", group: groupPlumbing, usesBox: true, summary: "hold a box's SSH connection open for later commands (what run starts)", define: defineConnection, verbs: []string{"serve"}},
+		{name: "watch", group: groupPlumbing, usesBox: true, summary: "stop the box after its last session (stop_on_exit) or idle_stop (what run starts)", define: defineWatch},
 		{name: "broker", group: groupPlumbing, usesBox: true, summary: "run a box's egress broker in the foreground (what start runs)", define: defineBroker, verbs: []string{"serve"}},
 
 		{name: "sandbox", group: groupDaily, summary: "run a command in the light tier: bubblewrap, Landlock, seccomp and limits, no VM", define: defineSandbox, stopAtFirstArg: true},

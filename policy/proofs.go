@@ -1,0 +1,49 @@
+package policy
+
+// proofs names, for every key of the table, the tests that prove the key has its effect (not
+// only that it loads): "package.TestName", the package as its files declare it. A key whose
+// effect nothing proves is a promise the documentation makes and the code may not keep:
+// proofs_test.go fails for a key with no entry here, for a named test that does not exist, and
+// for one that CI would skip (an unconditional t.Skip, or a skip behind an environment variable
+// CI does not set). A key not worth proving is removed from the table, the docs and the loader.
+var proofs = map[string][]string{
+	"box_dirs":       {"e2e.TestKeysHide"},
+	"cpus":           {"vm.TestRenderGolden"},
+	"default_agent":  {"e2e.TestAgents"},
+	"disk":           {"vm.TestRenderGolden"},
+	"golden":         {"e2e.TestGoldenSnapshotUndo"},
+	"hide":           {"e2e.TestKeysHide"},
+	"idle_stop":      {"e2e.TestKeysLifecycle", "session.TestIdleStopByItself", "session.TestBoxWatcherEnds"},
+	"memory":         {"vm.TestRenderGolden"},
+	"provision":      {"e2e.TestGuardsFullMode"},
+	"snapshot":       {"e2e.TestGoldenSnapshotUndo"},
+	"snapshots_keep": {"e2e.TestGoldenSnapshotUndo"},
+	"stop_on_exit":   {"e2e.TestKeysLifecycle", "session.TestStopOnExitLastSession", "session.TestStopOnExitSessionDuringStop"},
+
+	"agent_state":          {"e2e.TestAgents"},
+	"env":                  {"boxenv.TestAssembleOnlyNamedVariables", "session.TestSessionEnv"},
+	"git_identity":         {"e2e.TestKeysLifecycle", "session.TestGitIdentity", "session.TestGitIdentityInSessionEnv"},
+	"network":              {"e2e.TestBrokerMode", "e2e.TestOfflineMode"},
+	"no_env_passthrough":   {"boxenv.TestNoPassthroughForwardsNothing"},
+	"profile":              {"policy.TestProfileFloor"},
+	"protect_git_metadata": {"e2e.TestGuardsFullMode"},
+	"readonly_project":     {"vm.TestRenderPromises"},
+	"source":               {"e2e.TestCloneBox"},
+
+	"api_brokers":       {"e2e.TestKeysAPIBrokers"},
+	"clone_uncommitted": {"e2e.TestCloneBox"},
+	"egress":            {"e2e.TestBrokerMode"},
+	"env_file":          {"boxenv.TestEnvFile"},
+	"env_from_host":     {"boxenv.TestEnvFromHostFailsClosed"},
+	"forward_env":       {"boxenv.TestAssembleOnlyNamedVariables"},
+	"git_tokens":        {"boxenv.TestGitTokens"},
+	"image":             {"session.TestImageKey"},
+	"mounts":            {"e2e.TestKeysMountsPorts"},
+	"name":              {"session.TestBoxName"},
+	"ports":             {"e2e.TestKeysMountsPorts"},
+	"ssh_agent":         {"session.TestAgentSocketWarns"},
+	"timeout":           {"session.TestRunTimeout"},
+}
+
+// Proof returns the tests that prove the key's effect ("package.TestName").
+func (k KeySpec) Proof() []string { return proofs[k.Name] }

@@ -1,0 +1,36 @@
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnknownImage is wrapped when the `image` key names no image `git corral image list` shows.
+var ErrUnknownImage = errors.New("no such base image")
+
+// FindImageFor returns the image a box of cfgImage (the `image` key) boots: the current
+// recipe's when empty (FindImage), otherwise the image of that name (its hash, as `git corral
+// image list` prints it) from the first directory that has it, or an error wrapping
+// ErrUnknownImage that lists the names there are.
+func FindImageFor(dirs []string, cfgImage string) (Image, error) {
+	if cfgImage == "" {
+		return FindImage(dirs)
+	}
+	all, err := ListImages(dirs)
+	if err != nil {
+		return Image{}, err
+	}
+	var names []string
+	for _, img := range all {
+		if img.Hash == cfgImage {
+			return img, nil
+		}
+		names = append(names, img.Hash)
+	}
+	have := "none is built"
+	if len(names) > 0 {
+		have = "built: " + strings.Join(names, ", ")
+	}
+	return Image{}, fmt.Errorf("%w %q (%s; looked in %s)", ErrUnknownImage, cfgImage, have, strings.Join(dirs, ", "))
+}
