@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
 
 	"golang.org/x/text/cases"
 
@@ -94,6 +95,10 @@ func refuse(key Key, i int, v, why string) error {
 func resolveOne(top string, key Key, i int, v string) (Entry, error) {
 	if len(v) > MaxPathLen {
 		return Entry{}, refuse(key, i, v[:40]+"…", fmt.Sprintf("is %d bytes long; at most %d", len(v), MaxPathLen))
+	}
+	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
+		// clone.PathProblem's text would echo the character into the user's terminal.
+		return Entry{}, refuse(key, i, v, "holds a control character (NUL, newline, escape…); no path the box can see needs one")
 	}
 	if why := clone.PathProblem(v); why != "" {
 		return Entry{}, refuse(key, i, v, why+"; write a path relative to the repository's top level, without '.', '..' or .git")
