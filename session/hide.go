@@ -59,3 +59,22 @@ func (b *Box) prepareCover(drift []string) error {
 	}
 	return err
 }
+
+// checkCloneHide refuses to deliver the checkout at top into a clone-mode box when a `hide`
+// path is in its delivered history or index (cover.CheckClone); box_dirs mean nothing there,
+// since nothing is mounted.
+func checkCloneHide(top string, cfg *policy.Config) error {
+	if len(cfg.Hide) == 0 {
+		return nil
+	}
+	plan, err := cover.Resolve(top, cfg.Hide, nil, nil)
+	if err != nil {
+		return hint.With(fmt.Errorf("check hide: %w", err), "fix the path in .corral.toml (or the layer that sets it)")
+	}
+	rels := make([]string, len(plan.Hide))
+	for i, e := range plan.Hide {
+		rels[i] = e.Rel
+	}
+	return hint.With(cover.CheckClone(top, rels),
+		"clone mode delivers every branch's and tag's history: remove the path from git history (or the index) first, or use source = \"mount\", where hide covers it")
+}
