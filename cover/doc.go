@@ -26,7 +26,10 @@
 // Decisions:
 //   - A hidden path is covered by an empty, root-owned, mode 0000 placeholder of its own type,
 //     bind-mounted read-only: cat and ls fail for the box user, and the host's bytes are never
-//     reachable through that name. The mount is a boundary only where the box user cannot
+//     reachable through that name. Every directory between the top level and a hidden path is
+//     pinned (bind-mounted onto itself, recursively so the git shadow's mounts inside stay),
+//     because a parent renamed away would carry the file to a path nobody hid at the next boot.
+//     The mount is a boundary only where the box user cannot
 //     unmount it: broker and offline modes. In full mode the box user has sudo, so there it is
 //     hygiene (kept out of an agent's way), not a boundary.
 //   - A hidden path missing at boot cannot be mounted over. It is not refused (a hide list is

@@ -33,7 +33,13 @@ var nsProbes = []nsProbe{
 	{"unmount in a user namespace", `unshare -Urm sh -c 'umount secrets 2>/dev/null; umount -l secrets 2>/dev/null; cat secrets/a.txt'`, true},
 	{"bind the parent in a user namespace", `d=$(mktemp -d); unshare -Urm sh -ec 'mount --bind . "$1"; cat "$1/secrets/a.txt"' sh "$d"`, true},
 	{"open by another path", `cat ./config//token.txt`, true},
+	// config/shadowed.txt stands for a git shadow mount made before the script (read-only): the
+	// pin of config must carry it along, not uncover the writable file beneath.
+	{"write a read-only mount made before, inside a pinned dir", `echo x >>config/shadowed.txt`, true},
+	// The renames come last: in the control run they succeed and move the fixture away.
 	{"rename hidden dir away", `mv secrets secrets.away && cat secrets.away/a.txt`, true},
+	// Renamed, the file would be at a path nobody hid at the next boot.
+	{"rename the hidden file's parent away", `mv config config.away`, true},
 }
 
 // nsFixture makes a project tree every user can traverse, its files writable by all so that
@@ -51,12 +57,12 @@ func nsFixture(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	for p, s := range map[string]string{"secrets/a.txt": "SECRET-A", "config/token.txt": "TOKEN", "config/other.txt": "OTHER"} {
+	for p, s := range map[string]string{"secrets/a.txt": "SECRET-A", "config/token.txt": "TOKEN", "config/other.txt": "OTHER", "config/shadowed.txt": "S"} {
 		if err := os.WriteFile(filepath.Join(top, p), []byte(s), 0o666); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, d := range []string{base, top, "secrets", "config", "node_modules", "secrets/a.txt", "config/token.txt", "config/other.txt"} {
+	for _, d := range []string{base, top, "secrets", "config", "node_modules", "secrets/a.txt", "config/token.txt", "config/other.txt", "config/shadowed.txt"} {
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(top, d)
 		}
@@ -74,6 +80,7 @@ func runInNamespace(t *testing.T, top, script, user string) string {
 	var b strings.Builder
 	b.WriteString("set -u\ncd \"$1\"\n")
 	if script != "" {
+		b.WriteString("mount --bind config/shadowed.txt config/shadowed.txt && mount --make-private config/shadowed.txt && mount -o remount,bind,ro config/shadowed.txt\n")
 		b.WriteString("sh \"$2\" || { echo SCRIPT-FAILED; exit 1; }\nsh \"$2\" >/dev/null || { echo SECOND-RUN-FAILED; exit 1; }\n")
 		b.WriteString("echo EXPECT; cat " + ExpectPath + "; echo END\n")
 	}
@@ -160,7 +167,7 @@ func TestBootScriptInNamespace(t *testing.T) {
 			t.Errorf("host file %s after the session: %q, %v; want %q untouched", p, b, err, want)
 		}
 	}
-	wantExpect := "hide " + top + "/config/token.txt\nabsent " + top + "/later.env\nhide " + top + "/secrets\nboxdir " + top + "/node_modules\n"
+	wantExpect := "pin " + top + "/config\nhide " + top + "/config/token.txt\nabsent " + top + "/later.env\nhide " + top + "/secrets\nboxdir " + top + "/node_modules\n"
 	if !strings.Contains(out, "EXPECT\n"+wantExpect+"END") {
 		t.Errorf("expectations file: want\n%s\nin\n%s", wantExpect, out)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/git-corral/git-corral/internal/shellquote"
@@ -14,7 +15,8 @@ import (
 const (
 	// ExpectPath is the root-owned file the boot script writes and the guard checks read: one
 	// line per configured path, "hide PATH" (covered, the topmost mounts read-only), "absent
-	// PATH" (a hidden path missing at boot, which must stay missing) or "boxdir PATH" (a
+	// PATH" (a hidden path missing at boot, which must stay missing), "pin PATH" (a directory
+	// holding a hidden path, mounted onto itself so it cannot be renamed) or "boxdir PATH" (a
 	// box_dirs directory mounted from the guest's disk).
 	ExpectPath = "/run/corral/cover.expect"
 	// GuestStateDir holds the placeholders and the box_dirs directories, on the guest's disk.
@@ -69,6 +71,19 @@ hide() {
 	echo "hide $1" >>"$expect.tmp"
 }
 
+# pin bind-mounts the directory $1 onto itself, with whatever is mounted inside it (the git
+# shadow's mounts), so the box user cannot rename it: rename(2) of a mount point fails with
+# EBUSY. A hidden path's parent renamed away would leave its file unhidden at the next boot.
+pin() {
+	[ -d "$1" ] || return 0
+	check_real "$1"
+	if ! is_mounted "$1"; then
+		mount --rbind -- "$1" "$1" || fail "$1: cannot pin"
+		mount --make-rprivate -- "$1" || fail "$1: cannot make private"
+	fi
+	echo "pin $1" >>"$expect.tmp"
+}
+
 # box_dir mounts the guest directory $state/box-dirs/$2, owned by the box user, over $1. A
 # missing $1 is made by the box user (empty on the host, as the host makes it too).
 box_dir() {
@@ -110,6 +125,13 @@ func (p *Plan) BootScript(user string) (string, error) {
 	var b strings.Builder
 	b.WriteString(scriptHead)
 	b.WriteString("user=" + u + "\n")
+	for _, d := range p.pinDirs() {
+		q, err := shellquote.Line(path.Join(p.TopLevel, d))
+		if err != nil {
+			return "", fmt.Errorf("render the cover script: directory %q: %w", d, err)
+		}
+		b.WriteString("pin " + q + "\n")
+	}
 	for _, e := range p.Hide {
 		q, err := shellquote.Line(path.Join(p.TopLevel, e.Rel))
 		if err != nil {
@@ -134,4 +156,23 @@ func (p *Plan) BootScript(user string) (string, error) {
 func BoxDirName(rel string) string {
 	sum := sha256.Sum256([]byte(rel))
 	return hex.EncodeToString(sum[:8])
+}
+
+// pinDirs are the directories between the top level and each hidden path, parents first, each
+// once: the guest pins them so that none can be renamed away from under a cover.
+func (p *Plan) pinDirs() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range p.Hide {
+		parts := strings.Split(e.Rel, "/")
+		for i := 1; i < len(parts); i++ {
+			d := strings.Join(parts[:i], "/")
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

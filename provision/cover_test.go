@@ -10,7 +10,7 @@ import (
 // TestGuardChecksCover: with a hide and box_dirs script rendered, all three guard checks (the
 // session check as the box user, the resident daemon, the deep check as root) verify
 // /run/corral/cover.expect: each hidden path covered and read-only, each box_dirs directory
-// mounted, each path absent at boot still absent. The first case is the control: the same
+// mounted, each directory holding a hidden path pinned, each path absent at boot still absent. The first case is the control: the same
 // checks pass when every mount is in place. Paths hold a space (mountinfo escapes it).
 func TestGuardChecksCover(t *testing.T) {
 	needRoot(t)
@@ -28,7 +28,8 @@ for h in "$P/my secrets:$S/empty-dir" "$P/token.txt:$S/empty-file"; do
 	mount --bind "${h#*:}" "${h%%:*}"; mount --make-private "${h%%:*}"; mount -o remount,bind,ro "${h%%:*}"
 done
 mount --bind "$S/box-dirs/x" "$P/node_modules"
-printf 'hide %s\nhide %s\nabsent %s\nboxdir %s\n' "$P/my secrets" "$P/token.txt" "$P/later.env" "$P/node_modules" >/run/corral/cover.expect
+mkdir -p "$P/con fig"; mount --bind "$P/con fig" "$P/con fig"
+printf 'pin %s\nhide %s\nhide %s\nabsent %s\nboxdir %s\n' "$P/con fig" "$P/my secrets" "$P/token.txt" "$P/later.env" "$P/node_modules" >/run/corral/cover.expect
 set +e
 `
 	const expect = "hide and box_dirs expectations /run/corral/cover.expect are missing or"
@@ -41,6 +42,7 @@ set +e
 		{"absent path appeared", `touch "$P/later.env"`, "hidden path /home/corral/my project/later.env appeared after the box booted"},
 		{"absent path appeared as a symlink", `ln -s /nowhere "$P/later.env"`, "later.env appeared after the box booted"},
 		{"box_dirs unmounted", `umount "$P/node_modules"`, "box_dirs directory /home/corral/my project/node_modules is not mounted"},
+		{"pinned parent unmounted", `umount "$P/con fig"`, "directory /home/corral/my project/con fig holding a hidden path is not pinned"},
 		{"expectations missing", "rm /run/corral/cover.expect", expect},
 		{"expectations the box user's", "chown corral /run/corral/cover.expect", expect},
 	}

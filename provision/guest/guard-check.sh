@@ -227,6 +227,7 @@ check_cover() {
 			done
 			;;
 		boxdir) [ -n "$all" ] || fail "box_dirs directory $p is not mounted from the box's disk" ;;
+		pin) [ -n "$all" ] || fail "directory $p holding a hidden path is not pinned" ;;
 		absent) if [ -e "$p" ] || [ -L "$p" ]; then fail "hidden path $p appeared after the box booted; it is hidden from the next boot on"; fi ;;
 		esac
 	done <"$COVER_EXPECT"

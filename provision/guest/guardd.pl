@@ -172,7 +172,9 @@ sub cover {
 		if ($kind eq 'absent') {
 			push @f, "hidden path $p appeared after the box booted; it is hidden from the next boot on" if -e $p || -l $p;
 		} elsif (!exists $opts->{$e}) {
-			push @f, $kind eq 'hide' ? "hidden path $p is not hidden" : "box_dirs directory $p is not mounted from the box's disk";
+			push @f, $kind eq 'hide' ? "hidden path $p is not hidden"
+			  : $kind eq 'pin' ? "directory $p holding a hidden path is not pinned"
+			  :                  "box_dirs directory $p is not mounted from the box's disk";
 		} elsif ($kind eq 'hide') {
 			for my $o (split ' ', $opts->{$e}) {
 				if (",$o," !~ /,ro,/) { push @f, "hidden path $p is covered writable ($o)"; last }

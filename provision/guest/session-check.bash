@@ -219,6 +219,7 @@ __corral_cover() {
 			done
 			;;
 		boxdir) if [[ -z $o ]]; then __corral_fail "box_dirs directory $p is not mounted from the box's disk"; fi ;;
+		pin) if [[ -z $o ]]; then __corral_fail "directory $p holding a hidden path is not pinned"; fi ;;
 		absent) if [[ -e $p || -L $p ]]; then __corral_fail "hidden path $p appeared after the box booted; it is hidden from the next boot on"; fi ;;
 		esac
 	done
