@@ -12,8 +12,8 @@ const (
 
 // PerBox reports whether the script named name belongs to one box rather than to the guest
 // recipe: the git shadow script, the hide and box_dirs script and the repository's own
-// provision scripts. They need the
-// project mounted and run at every boot of the box itself, so a golden base never holds them.
+// provision scripts. They need the project mounted and run at every boot of the box itself, so
+// a golden base never holds them.
 func PerBox(name string) bool {
 	return name == GitShadowScriptName || name == CoverScriptName || strings.HasPrefix(name, RepoScriptPrefix)
 }

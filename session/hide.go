@@ -38,8 +38,14 @@ func coverScript(top string, cfg *policy.Config, shadow *gitshadow.Plan) (*cover
 // prepareCover makes the host side of b's box_dirs directories that are missing (empty, so
 // the guest has a mount point; the host's directory stays empty) and refuses a box whose
 // boot scripts hide or keep on its disk other paths than the configuration now lists: its
-// guard checks would hold it to the old list. drift is provision.ScriptsDrift for the box.
-func (b *Box) prepareCover(drift []string) error {
+// guard checks would hold it to the old list. An existing box that recorded no scripts (made
+// before they were recorded) cannot show it has the cover script, so it is refused too when
+// one is rendered. drift is provision.ScriptsDrift for the box's meta.
+func (b *Box) prepareCover(meta vm.Meta, drift []string) error {
+	unrecorded := meta.Box != "" && meta.GuestScripts == nil && len(b.Config.Hide)+len(b.Config.BoxDirs) > 0
+	if unrecorded {
+		drift = append(drift, "+"+provision.CoverScriptName)
+	}
 	for _, d := range drift {
 		if d == "+"+provision.CoverScriptName || d == "~"+provision.CoverScriptName {
 			return hint.With(fmt.Errorf("box %s was made with other hide and box_dirs paths than .corral.toml lists now, and would not hide what is listed", b.Name),

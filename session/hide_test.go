@@ -10,6 +10,7 @@ import (
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/provision"
+	"github.com/git-corral/git-corral/vm"
 )
 
 // coverBody returns the body of the bundle's hide and box_dirs script, "" when it has none.
@@ -71,14 +72,17 @@ func TestPrepareCover(t *testing.T) {
 	var notices []string
 	b := &Box{Name: "b", Dir: top, Config: cfg, req: Request{UI: UI{Notice: func(s string) { notices = append(notices, s) }}}}
 	for _, d := range []string{"+" + provision.CoverScriptName, "~" + provision.CoverScriptName} {
-		if err := b.prepareCover([]string{d}); err == nil || !strings.Contains(err.Error(), "other hide and box_dirs paths") {
+		if err := b.prepareCover(vm.Meta{Box: "b", GuestScripts: map[string]string{}}, []string{d}); err == nil || !strings.Contains(err.Error(), "other hide and box_dirs paths") {
 			t.Errorf("drift %s: got %v, want a refusal", d, err)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(top, "node_modules")); err == nil {
 		t.Fatal("a refused box still made node_modules on the host")
 	}
-	if err := b.prepareCover([]string{"+25-packages.sh"}); err != nil {
+	if err := b.prepareCover(vm.Meta{Box: "b"}, nil); err == nil {
+		t.Error("a box that recorded no guest scripts was not refused: it cannot show it has the cover script")
+	}
+	if err := b.prepareCover(vm.Meta{Box: "b", GuestScripts: map[string]string{}}, []string{"+25-packages.sh"}); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 	if fi, err := os.Stat(filepath.Join(top, "node_modules")); err != nil || !fi.IsDir() {

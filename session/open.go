@@ -78,7 +78,7 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 		return nil, err
 	}
 	drift := provision.ScriptsDrift(meta.GuestScripts, b.Bundle.ProductScripts())
-	if err := b.prepareCover(drift); err != nil { // hide.go: hide and box_dirs
+	if err := b.prepareCover(meta, drift); err != nil { // hide.go: hide and box_dirs
 		return nil, err
 	}
 	if d := drift; len(d) > 0 {
