@@ -28,6 +28,7 @@ const (
 // written and every session is refused until the box boots without it. A path already mounted
 // over is skipped, so the script can run again in the same boot.
 const scriptHead = `#!/bin/sh
+# shellcheck disable=SC2016 # paths are quoted literally on purpose
 # git corral: hide and box_dirs (rendered by package cover). Runs as root at every boot, after
 # the git shadow and before the repository's own provision scripts.
 set -eu
@@ -101,9 +102,9 @@ box_dir() {
 }
 
 rm -f -- "$expect" "$expect.tmp"
-mkdir -p -m 0755 /run/corral "$state" "$state/box-dirs"
+mkdir -p /run/corral "$state/box-dirs"
 chown 0:0 /run/corral "$state" "$state/box-dirs"
-chmod 0755 "$state" "$state/box-dirs"
+chmod 0755 /run/corral "$state" "$state/box-dirs"
 [ -d "$state/empty-dir" ] || mkdir -- "$state/empty-dir"
 [ -f "$state/empty-file" ] || : >"$state/empty-file"
 chown 0:0 "$state/empty-dir" "$state/empty-file"
