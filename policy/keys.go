@@ -97,7 +97,7 @@ type KeySpec struct {
 // [sandbox] table's keys are in sandbox.go.
 var keys = slices.Concat([]KeySpec{
 	{Name: "box_dirs", Class: ProjectOK, Kind: KindStrings, Example: `["node_modules"]`,
-		Doc:   "Repository-relative directories kept on the box's own disk instead of the host mount. Never `.git`, never escaping the repository.",
+		Doc:   "Repository-relative directories (`node_modules`, `target`, `.venv`) kept on the box's own disk, mounted over the project path in the guest at every boot: installs there avoid the shared mount, and the host never sees or runs what the box puts there (its own directory stays as it was; git corral makes a missing one, empty). Mount mode only. Never `.git`, never escaping the repository, no symlinks, no overlap with `hide` or the git shadow.",
 		field: func(c *Config) any { return &c.BoxDirs }},
 	{Name: "cpus", Class: ProjectOK, Kind: KindInt, Example: "2",
 		Doc:   "Virtual CPUs of the box. From the repository, at most the host's CPU count.",
@@ -112,7 +112,7 @@ var keys = slices.Concat([]KeySpec{
 		Doc:   "Start new boxes from a shared read-only golden base of the same guest recipe (image, packages, product guest scripts) and network mode, resuming the running state saved when it was built instead of booting (about a fifth of a boot's time under software emulation). On by default for boxes that mount their project on 9p (QEMU); clone-mode and other boxes are made from scratch. The first box of a recipe and mode boots once more to build the base (about 0.9 GB, one per mode, shared by every project); the git shadow and the repository's own provision scripts still run in every box. false, or --no-golden, makes a box from scratch.",
 		field: func(c *Config) any { return &c.Golden }},
 	{Name: "hide", Class: ProjectOK, Kind: KindStrings, Example: `["secrets/"]`,
-		Doc:   "Repository-relative paths hidden from the box. Never `.git`, never escaping the repository.",
+		Doc:   "Repository-relative files and directories the box cannot read in mount mode: an empty root-owned file or directory is mounted read-only over each at every boot, and every session start checks it is in place. A boundary in broker and offline modes; in full mode the box user has sudo, so there it is hygiene. A path missing at boot is hidden from the next boot on (sessions are refused while it exists unhidden). Clone mode refuses a hidden path in any delivered commit. Never `.git`, never escaping the repository, no symlinks; on a case-insensitive host another spelling of the name is not hidden.",
 		field: func(c *Config) any { return &c.Hide }},
 	{Name: "idle_stop", Class: ProjectOK, Kind: KindDuration, Example: `"30m"`,
 		Doc:   "Stop the box after this long without a session: a host-side watcher each session starts (`git corral watch`) stops it by itself within a few seconds of the limit, audited, with no later command needed; \"0s\" never stops it. It does not end a running session, and a box started outside git corral is stopped only by `git corral gc`.",

@@ -25,6 +25,9 @@ type Options struct {
 	// GitShadowScript is the guest script rendered from the gitshadow plan; "" when metadata
 	// protection is off.
 	GitShadowScript string
+	// CoverScript is the hide and box_dirs guest script (cover.Plan.BootScript); "" when
+	// neither key lists a path. The guard checks then expect cover.ExpectPath.
+	CoverScript string
 	// GitCredentialHelper installs boxenv.CredentialHelper, root-owned, and names it in the
 	// guest's /etc/gitconfig (git_tokens is set). The tokens themselves are never rendered: they
 	// travel in each session's environment.

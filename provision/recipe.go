@@ -6,14 +6,16 @@ import "strings"
 // metadata, and the repository's own approved scripts are numbered under RepoScriptPrefix.
 const (
 	GitShadowScriptName = "40-gitshadow.sh"
+	CoverScriptName     = "45-cover.sh" // hide and box_dirs, package cover
 	RepoScriptPrefix    = "50-repo-"
 )
 
 // PerBox reports whether the script named name belongs to one box rather than to the guest
-// recipe: the git shadow script and the repository's own provision scripts. They need the
-// project mounted and run at every boot of the box itself, so a golden base never holds them.
+// recipe: the git shadow script, the hide and box_dirs script and the repository's own
+// provision scripts. They need the project mounted and run at every boot of the box itself, so
+// a golden base never holds them.
 func PerBox(name string) bool {
-	return name == GitShadowScriptName || strings.HasPrefix(name, RepoScriptPrefix)
+	return name == GitShadowScriptName || name == CoverScriptName || strings.HasPrefix(name, RepoScriptPrefix)
 }
 
 // Recipe returns the bundle's guest recipe: the product's own scripts (base files, network

@@ -2,7 +2,7 @@ package provision
 
 // This file renders a box's guest scripts. Rules:
 //   - Order at every boot: 10-base, 15-git-credential (only with git_tokens), 20-lockdown,
-//     25-packages, 30-privdrop, 40-gitshadow, then the repository's approved scripts as 50-repo-NN-*.sh. Lima runs every provision entry of
+//     25-packages, 30-privdrop, 40-gitshadow, 45-cover (hide, box_dirs), then the repository's approved scripts as 50-repo-NN-*.sh. Lima runs every provision entry of
 //     mode system in order and at every boot, so each script rewrites the same state each time.
 //   - Every script is mode system. Repository scripts are wrapped: the approved bytes of the
 //     script and of every file it pulls in are written into a root-owned tree, each at its
@@ -90,7 +90,7 @@ const installFileFunc = `install_file() {
 type guestData struct {
 	Mode, User, UserRaw, ProjectDir              string
 	RulesetSHA256, UnitSHA256, SudoersSHA256     string
-	ShadowExpected                               string
+	ShadowExpected, CoverExpected                string
 	GuardCheck, SSHDConf, Ruleset, Unit, Sudoers string
 	SessionCheck, GuardDaemon, GuardUnit         string
 	ForbiddenGroups, RootPaths, Sockets          string
@@ -136,6 +136,9 @@ func Render(opts Options) (Bundle, error) {
 	if opts.GitShadowScript != "" {
 		b.Scripts = append(b.Scripts, Script{Name: GitShadowScriptName, Mode: ModeSystem, Body: opts.GitShadowScript})
 	}
+	if opts.CoverScript != "" {
+		b.Scripts = append(b.Scripts, Script{Name: CoverScriptName, Mode: ModeSystem, Body: opts.CoverScript})
+	}
 	for i, r := range opts.Repo {
 		s, err := renderRepo(i+1, r, opts, d)
 		if err != nil {
@@ -167,6 +170,10 @@ func prepare(opts Options) (*guestData, error) {
 	d.ShadowExpected = "0"
 	if opts.GitShadowScript != "" {
 		d.ShadowExpected = "1"
+	}
+	d.CoverExpected = "0"
+	if opts.CoverScript != "" {
+		d.CoverExpected = "1"
 	}
 	if err := packagesData(opts, d); err != nil {
 		return nil, err

@@ -221,6 +221,9 @@ func (b *Box) prepareCloneSource(ctx context.Context, p *project.Project) (strin
 	} else if code == 0 {
 		return dir, nil
 	}
+	if err := checkCloneHide(p.TopLevel, b.Config); err != nil { // hide.go
+		return "", err
+	}
 	plan, err := clone.DeliverCheckout(ctx, g, p.TopLevel, b.Manager.Home.CloneStore(p.Box), dir, b.Config.CloneUncommitted, TransportsFor(b.Config.Network))
 	if err != nil {
 		return "", hint.With(fmt.Errorf("deliver %s into box %s: %w", p.TopLevel, p.Box, err), "nothing of the host is mounted in the box; fix the cause and run the command again")

@@ -4,7 +4,9 @@
 //
 // Open brings the box up: the configuration with the flag layer, the preflight (the
 // environment assembles, an SSH agent exists when asked for, the audit log takes a start
-// record), the provision approval, the git shadow plan and the guest scripts, the drift notice,
+// record), the provision approval, the git shadow plan, the hide and box_dirs paths resolved on
+// the host (hide.go: a box made with other lists is refused, missing box_dirs are made) and the
+// guest scripts, the drift notice,
 // the snapshot of git metadata before boot, automatic snapshots and idle stop, vm.Ensure, and
 // the box's broker child in broker mode. OpenClone does the same for a box that mounts nothing
 // of the host (clone and fetch), with the same network-change rule, broker port rule, preflight

@@ -93,7 +93,11 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if err := b.openAgents(ctx); err != nil { // agentbox.go: store and state mounts, first-use install
 		return nil, err
 	}
-	if d := provision.ScriptsDrift(meta.GuestScripts, b.Bundle.ProductScripts()); len(d) > 0 {
+	drift := provision.ScriptsDrift(meta.GuestScripts, b.Bundle.ProductScripts())
+	if err := b.prepareCover(meta, drift); err != nil { // hide.go: hide and box_dirs
+		return nil, err
+	}
+	if d := drift; len(d) > 0 {
 		// git_tokens or packages added after creation, or another git corral: what the box
 		// runs at boot is what it was made with.
 		req.notice(fmt.Sprintf("box %s was made with other guest scripts than the configuration renders now (%s): "+

@@ -25,8 +25,9 @@ func (b *Box) renderGuest(ctx context.Context) error {
 }
 
 // RenderGuest refuses unapproved provision scripts, plans the git shadow (nil when git
-// metadata is not protected) and renders every guest script of the mounted project p's box,
-// in order: what start gives the box, and what provision render and list's drift check show.
+// metadata is not protected), resolves hide and box_dirs on the host (hide.go) and renders
+// every guest script of the mounted project p's box, in order: what start gives the box, and
+// what provision render and list's drift check show.
 func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box string, cfg *policy.Config, brokerPort int) (*gitshadow.Plan, provision.Bundle, error) {
 	repo, err := provision.CheckApproved(ctx, h, box, provision.RequestFromConfig(p.TopLevel, cfg))
 	if err != nil {
@@ -46,9 +47,13 @@ func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 			return nil, provision.Bundle{}, fmt.Errorf("render the git shadow: %w", err)
 		}
 	}
+	_, coverSh, err := coverScript(p.TopLevel, cfg, plan) // hide.go
+	if err != nil {
+		return nil, provision.Bundle{}, err
+	}
 	bundle, err := provision.Render(provision.Options{
 		Network: cfg.Network, User: vm.GuestUser(), ProjectDir: p.TopLevel, BrokerPort: brokerPort,
-		GitShadowScript: script, Packages: cfg.Packages, Repo: repo, GitCredentialHelper: len(cfg.GitTokens) > 0,
+		GitShadowScript: script, CoverScript: coverSh, Packages: cfg.Packages, Repo: repo, GitCredentialHelper: len(cfg.GitTokens) > 0,
 	})
 	return plan, bundle, hint.With(err, "the values above come from the repository, its config and the host user name")
 }

@@ -30,6 +30,8 @@ UNIT_SHA256={{.UnitSHA256}}
 SUDOERS=/etc/sudoers.d/zz-corral
 SUDOERS_SHA256={{.SudoersSHA256}}
 SHADOW_EXPECTED={{.ShadowExpected}}
+COVER_EXPECTED={{.CoverExpected}}
+COVER_EXPECT=/run/corral/cover.expect
 # The end of "sudo -l -U BOX_USER" when only /etc/sudoers.d/zz-corral grants anything.
 SUDO_TAIL='    (ALL : ALL) !ALL
     (root) NOPASSWD: /usr/local/libexec/corral/guard-check ""
@@ -204,6 +206,33 @@ check_shadow() {
 	fi
 }
 
+# check_cover verifies the hide and box_dirs mounts (package cover): each "hide PATH" covered,
+# every mount there read-only; each "boxdir PATH" mounted; each "absent PATH" (a hidden path
+# missing at boot) still missing, since nothing covers it until the next boot.
+check_cover() {
+	[ "$COVER_EXPECTED" = 1 ] || return 0
+	if [ ! -f "$COVER_EXPECT" ] || [ "$(stat -c %u "$COVER_EXPECT")" != 0 ]; then
+		fail "hide and box_dirs expectations $COVER_EXPECT are missing or not owned by root: the boot script did not finish"
+		return 0
+	fi
+	while IFS= read -r line; do
+		kind=${line%% *}
+		p=${line#* }
+		all=$(findmnt -rn -o VFS-OPTIONS --mountpoint "$p" 2>/dev/null)
+		case $kind in
+		hide)
+			[ -n "$all" ] || fail "hidden path $p is not hidden"
+			for o in $all; do
+				case ",$o," in *,ro,*) ;; *) fail "hidden path $p is covered writable ($o)" ;; esac
+			done
+			;;
+		boxdir) [ -n "$all" ] || fail "box_dirs directory $p is not mounted from the box's disk" ;;
+		pin) [ -n "$all" ] || fail "directory $p holding a hidden path is not pinned" ;;
+		absent) if [ -e "$p" ] || [ -L "$p" ]; then fail "hidden path $p appeared after the box booted; it is hidden from the next boot on"; fi ;;
+		esac
+	done <"$COVER_EXPECT"
+}
+
 # attest runs the deep network and privilege checks as root and records the outcome for this
 # boot in $ATTEST (root-owned, in root-owned /run/corral, replaced atomically): a "boot" line
 # with the boot id, a "mode" line, one "fail" line per failing guard, and "end". It prints the
@@ -238,7 +267,7 @@ session_check() {
 }
 
 case "${1:-}" in
-"") check_network; check_privileges; check_mounts; check_shadow ;;
+"") check_network; check_privileges; check_mounts; check_shadow; check_cover ;;
 attest)
 	attest
 	exit

@@ -20,6 +20,7 @@ use IO::Socket::UNIX;
 my $MODE      = '{{.Mode}}';
 my $USER      = {{.User}};
 my $SHADOW    = {{.ShadowExpected}};
+my $COVER     = {{.CoverExpected}};
 my @FORBIDDEN = split ' ', '{{.ForbiddenGroups}}';
 my @ROOTS     = split ' ', {{.RootPaths}};
 my @SOCKETS   = split ' ', {{.Sockets}};
@@ -149,7 +150,39 @@ sub report {
 		}
 		push @f, "git shadow expectations $EXPECT are missing" if $n == 0;
 	}
+	push @f, cover(\%opts) if $COVER eq '1';
 	return reply(\@f);
+}
+
+# cover checks the hide and box_dirs mounts (package cover) against /run/corral/cover.expect,
+# as guard-check.sh's check_cover does: "hide PATH" covered and read-only, "boxdir PATH"
+# mounted, "absent PATH" still missing. It returns the failures.
+sub cover {
+	my ($opts) = @_;
+	my $file = '/run/corral/cover.expect';
+	my @st = stat $file;
+	return ("hide and box_dirs expectations $file are missing or not owned by root") unless @st && -f _ && $st[4] == 0;
+	my (@f, $n);
+	for my $line (lines($file)) {
+		next if $line eq '';
+		my ($kind, $p) = split / /, $line, 2;
+		$p //= '';
+		$n++;
+		(my $e = $p) =~ s/([\\ \t\n])/sprintf('\\%03o', ord $1)/ge;
+		if ($kind eq 'absent') {
+			push @f, "hidden path $p appeared after the box booted; it is hidden from the next boot on" if -e $p || -l $p;
+		} elsif (!exists $opts->{$e}) {
+			push @f, $kind eq 'hide' ? "hidden path $p is not hidden"
+			  : $kind eq 'pin' ? "directory $p holding a hidden path is not pinned"
+			  :                  "box_dirs directory $p is not mounted from the box's disk";
+		} elsif ($kind eq 'hide') {
+			for my $o (split ' ', $opts->{$e}) {
+				if (",$o," !~ /,ro,/) { push @f, "hidden path $p is covered writable ($o)"; last }
+			}
+		}
+	}
+	push @f, "hide and box_dirs expectations $file are empty" unless $n;
+	return @f;
 }
 
 # owned_or_writable: the box user owns the file or may write it (the session check's -O or -w).

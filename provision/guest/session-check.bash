@@ -19,7 +19,7 @@ __corral_session_check() {
 	local -
 	set -f +u
 	local IFS=$' \t\n'
-	local mode={{.Mode}} user={{.User}} shadow={{.ShadowExpected}}
+	local mode={{.Mode}} user={{.User}} shadow={{.ShadowExpected}} cover={{.CoverExpected}}
 	local attest=/run/corral/attest expect=/run/corral/shadow.expect
 	local forbidden=" {{.ForbiddenGroups}} " roots={{.RootPaths}} sockets={{.Sockets}}
 	local out='' p s g n t re P G S M line kind e o ok json
@@ -154,6 +154,7 @@ __corral_session_check() {
 		fi
 		if ((nexp == 0)); then __corral_fail "git shadow expectations $expect are missing"; fi
 	fi
+	if [[ $cover == 1 ]]; then __corral_cover; fi
 	ok=true
 	[[ -z $out ]] || ok=false
 	json="{\"ok\":$ok,\"mode\":\"$mode\",\"failures\":[$out]}"
@@ -186,6 +187,45 @@ __corral_mount_opts() {
 	done
 }
 
+# __corral_cover checks the hide and box_dirs mounts (package cover) as guard-check.sh's
+# check_cover does, in the caller's variables: each "hide PATH" covered and read-only, each
+# "boxdir PATH" mounted, each "absent PATH" still missing.
+__corral_cover() {
+	local cexpect=/run/corral/cover.expect ncover=0
+	if [[ ! -f $cexpect || -O $cexpect || -w $cexpect ]]; then
+		__corral_fail "hide and box_dirs expectations $cexpect are missing or writable by the box user"
+		return
+	fi
+	mapfile -t lines <"$cexpect"
+	for line in "${lines[@]}"; do
+		[[ -n $line ]] || continue
+		kind=${line%% *} p=${line#* }
+		ncover=$((ncover + 1))
+		e=${p//\\/\\134}
+		e=${e// /\\040}
+		e=${e//$'\t'/\\011}
+		__corral_mount_opts "$e"
+		case $kind in
+		hide)
+			if [[ -z $o ]]; then
+				__corral_fail "hidden path $p is not hidden"
+				continue
+			fi
+			for o in $o; do
+				if [[ ,$o, != *,ro,* ]]; then
+					__corral_fail "hidden path $p is covered writable ($o)"
+					break
+				fi
+			done
+			;;
+		boxdir) if [[ -z $o ]]; then __corral_fail "box_dirs directory $p is not mounted from the box's disk"; fi ;;
+		pin) if [[ -z $o ]]; then __corral_fail "directory $p holding a hidden path is not pinned"; fi ;;
+		absent) if [[ -e $p || -L $p ]]; then __corral_fail "hidden path $p appeared after the box booted; it is hidden from the next boot on"; fi ;;
+		esac
+	done
+	if ((ncover == 0)); then __corral_fail "hide and box_dirs expectations $cexpect are empty"; fi
+}
+
 # __corral_fail adds one failure to the report as a JSON string: control characters dropped,
 # backslash and double quote written as \u escapes.
 __corral_fail() {
@@ -198,9 +238,9 @@ __corral_fail() {
 # Sourced, return ends the sourcing; run as a program, return fails and exit ends it.
 # shellcheck disable=SC2317
 if __corral_session_check "$@"; then
-	unset -f __corral_session_check __corral_fail __corral_mount_opts
+	unset -f __corral_session_check __corral_fail __corral_mount_opts __corral_cover
 	return 0 2>/dev/null || exit 0
 fi
-unset -f __corral_session_check __corral_fail __corral_mount_opts
+unset -f __corral_session_check __corral_fail __corral_mount_opts __corral_cover
 # shellcheck disable=SC2317
 return 1 2>/dev/null || exit 1
