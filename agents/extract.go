@@ -115,7 +115,7 @@ func (x *extractor) one(h *tar.Header, r io.Reader) error {
 	switch h.Typeflag {
 	case tar.TypeDir:
 		return x.root.MkdirAll(name, 0o755)
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the reader turns the old TypeRegA into TypeReg
 		return x.file(name, h, r)
 	case tar.TypeSymlink:
 		if err := linkInside(name, h.Linkname); err != nil {
@@ -124,7 +124,7 @@ func (x *extractor) one(h *tar.Header, r io.Reader) error {
 		return x.root.Symlink(h.Linkname, name)
 	case tar.TypeLink:
 		target, err := entryName(h.Linkname)
-		if err != nil || x.seen[target] != tar.TypeReg && x.seen[target] != tar.TypeRegA {
+		if err != nil || x.seen[target] != tar.TypeReg {
 			return fmt.Errorf("hard link to %q, not a file extracted before it: %w", h.Linkname, ErrUnsafeArchive)
 		}
 		return x.root.Link(target, name)
