@@ -30,7 +30,10 @@ var proofs = map[string][]string{
 	"readonly_project":     {"vm.TestRenderPromises"},
 	"source":               {"e2e.TestCloneBox"},
 
+	"agent_min_age":     {"main.TestScripts", "agents.TestEnsureMinAge", "agents.TestTrustedOptions"},
+	"agent_versions":    {"main.TestScripts"}, // testdata/script/agents.txtar
 	"api_brokers":       {"e2e.TestKeysAPIBrokers"},
+	"api_routes":        {"e2e.TestKeysAPIBrokers", "session.TestAPIBrokerRoute"},
 	"clone_uncommitted": {"e2e.TestCloneBox"},
 	"egress":            {"e2e.TestBrokerMode"},
 	"env_file":          {"boxenv.TestEnvFile"},
