@@ -39,6 +39,10 @@ type BoxSpec struct {
 	// Golden creates a new box as an overlay of the golden base of its guest recipe (built
 	// first when missing) instead of from scratch.
 	Golden bool
+
+	// GitMounts are the host directories git needs besides the project (a linked worktree's
+	// common dir), mounted writable at their own paths (gitmounts.go).
+	GitMounts []string
 }
 
 // ErrDeclined is returned when the user answers no to creating a box.
@@ -50,6 +54,10 @@ type Rendered struct {
 	Hash      string
 	Image     Image
 	MountType string
+
+	// GitMounts counts the mounts besides the project's; a box with any cannot resume a saved
+	// state (stateCapable).
+	GitMounts int
 }
 
 // RenderBox renders and validates spec's template the way Ensure would, with tcg as given.
@@ -61,7 +69,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	mt := MountTypeLinux(ctx)
 	y, err := Render(TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: spec.ProjectDir,
-		NoProjectMount: spec.NoProjectMount, MountSource: spec.MountSource, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
+		NoProjectMount: spec.NoProjectMount, MountSource: spec.MountSource, GitMounts: spec.GitMounts, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
 	})
 	if err != nil {
 		return Rendered{}, err
@@ -73,7 +81,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	if err := Validate(b, m.Home.BoxTemplate(spec.Box)); err != nil {
 		return Rendered{}, err
 	}
-	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt}, nil
+	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt, GitMounts: len(spec.GitMounts)}, nil
 }
 
 // DecideTCG runs (or reads) the KVM probe for img and sets m.TCG, printing the one-line notice
@@ -203,6 +211,9 @@ func (m *Manager) checkMountMode(spec BoxSpec, st Status) error {
 // base they could only boot from would cost them an extra boot and save them none.
 func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (string, error) {
 	if !spec.Golden || !stateCapable(r, spec.NoProjectMount) {
+		if spec.Golden && r.GitMounts > 0 && spec.Notice != nil {
+			spec.Notice(noGoldenGitMounts(spec.Box))
+		}
 		return "", m.Create(ctx, spec.Box, r.YAML, spec.Progress)
 	}
 	key := GoldenKey(r.Image, spec.Config, spec.Bundle, spec.GoldenBox(r))
