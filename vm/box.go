@@ -181,6 +181,9 @@ type Meta struct {
 	// GuestScripts are the product's guest scripts rendered into the box at creation
 	// (provision.Bundle.ProductScripts); nil for a box made before they were recorded.
 	GuestScripts map[string]string `json:"guestScripts,omitempty"`
+	// GitMounts are the host directories mounted besides the project (a linked worktree's
+	// common dir, BoxSpec.GitMounts), so the template can be rendered again as it was made.
+	GitMounts []string `json:"gitMounts,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.

@@ -174,7 +174,7 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 		Box: spec.Box, Project: spec.ProjectDir, Created: time.Now().UTC().Truncate(time.Second),
 		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
 		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort, Golden: golden,
-		GuestScripts: spec.Bundle.ProductScripts(),
+		GuestScripts: spec.Bundle.ProductScripts(), GitMounts: spec.GitMounts,
 	})
 }
 

@@ -207,7 +207,7 @@ func (a *app) listEntry(ctx context.Context, m *vm.Manager, s vm.Status) listEnt
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
 		return e
 	}
-	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle}, meta.TCG)
+	r, err := m.RenderBox(ctx, vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, GitMounts: meta.GitMounts, Config: cfg, Bundle: bundle}, meta.TCG)
 	switch {
 	case err != nil:
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()

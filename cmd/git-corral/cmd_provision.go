@@ -75,7 +75,7 @@ func defineProvision(fs *pflag.FlagSet) runFunc {
 		if err := a.writeRendered(ctx, *out, b, m); err != nil {
 			return err
 		}
-		return a.writeTemplate(ctx, *out, h.Images(), p.TopLevel, cfg, b)
+		return a.writeTemplate(ctx, *out, h.Images(), p.TopLevel, session.GitMounts(p), cfg, b)
 	}
 }
 
@@ -108,13 +108,13 @@ func (a *app) writeRendered(ctx context.Context, dir string, b provision.Bundle,
 
 // writeTemplate writes the Lima template the box would be created from, checked by Lima's own
 // validator. Without a built base image the template names where the image will be.
-func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, cfg *policy.Config, b provision.Bundle) error {
+func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, gitMounts []string, cfg *policy.Config, b provision.Bundle) error {
 	img, err := vm.FindImage(vm.ImageDirs(userImages, a.getenv))
 	if err != nil {
 		img = vm.Image{Hash: vm.RecipeHash(), Dir: filepath.Join(vm.SystemImageDir, vm.RecipeHash())}
 	}
 	y, err := vm.Render(vm.TemplateOptions{
-		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: top, Config: cfg,
+		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: top, GitMounts: gitMounts, Config: cfg,
 		Bundle: b, Image: img, MountType: vm.MountTypeLinux(ctx), TCG: true,
 	})
 	if err != nil {
