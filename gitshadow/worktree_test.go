@@ -2,7 +2,10 @@ package gitshadow
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -115,5 +118,36 @@ func TestNamespaceWorktreeBoxGitWorks(t *testing.T) {
 	}
 	if changes, err := Verify(context.Background(), e.snap); err != nil || len(changes) > 0 {
 		t.Errorf("ordinary git work in the worktree changed protected metadata: %v %+v", err, changes)
+	}
+}
+
+// TestNamespaceWorktreeGitMountNosuid: when the common dir is a mount of its own (as Lima mounts
+// it in a worktree's box), the guest script makes it nosuid and nodev, as the privilege drop
+// makes the project mount, and the pins still hold; without the script (the control) the same
+// mount allows setuid. The common dir is bind-mounted onto itself here, standing in for 9p.
+func TestNamespaceWorktreeGitMountNosuid(t *testing.T) {
+	e := setupWorktreeBox(t)
+	common := filepath.Join(e.root, "work/.git")
+	for _, shadowed := range []bool{true, false} {
+		script := e.script
+		if !shadowed {
+			script = "/dev/null"
+		}
+		inner := `set -e; mount -t tmpfs tmpfs /var/lib; ` + sharedRoot + ` mount --bind "$2" "$2"; mount --make-shared "$2"
+sh "$1" >/dev/null; sh "$1" >/dev/null; findmnt -rn -o OPTIONS --mountpoint "$2" | head -n 1`
+		cmd := exec.Command("unshare", "-m", "--propagation", "private", "--", "sh", "-c", inner, "_", script, common)
+		cmd.Env = append(os.Environ(), "R="+e.root)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("shadow=%v: %v\n%s", shadowed, err, out)
+		}
+		opts := "," + strings.TrimSpace(string(out)) + ","
+		nosuid := strings.Contains(opts, ",nosuid,") && strings.Contains(opts, ",nodev,")
+		if nosuid != shadowed {
+			t.Errorf("shadow=%v: the common dir's mount options %s", shadowed, opts)
+		}
+	}
+	if out, err := e.inBox(filepath.Join(e.root, "wt"), `printf '#!/bin/sh\n' >"$R/work/.git/hooks/x"`); err == nil {
+		t.Errorf("a hook was written in the common dir with the script applied:\n%s", out)
 	}
 }
