@@ -41,6 +41,7 @@ func Discover(ctx context.Context, p *project.Project) (*Plan, error) {
 	b.dotGit(filepath.Join(p.TopLevel, ".git"))
 	b.gitDir(p.GitDir, RoleTopLevel, p.TopLevel)
 	if p.Linked() {
+		b.linkedAdmin(p.GitDir)
 		b.gitDir(p.CommonDir, RoleCommon, "")
 	}
 	b.hostConfig(entries, p.TopLevel)
@@ -80,6 +81,19 @@ func (b *builder) gitDir(dir string, role Role, workTree string) {
 		b.seen[s.Path] = true
 	}
 	b.plan.GitDirs = append(b.plan.GitDirs, g)
+}
+
+// linkedAdmin makes the gitdir file of the checkout's own admin dir (a linked worktree's
+// <common>/worktrees/<name>) read-only, as every other worktree's is: the host's git worktree
+// prune and repair read it.
+func (b *builder) linkedAdmin(dir string) {
+	s := shadow(filepath.Join(filepath.Clean(dir), "gitdir"), ReadOnly, false)
+	if b.seen[s.Path] || len(b.plan.GitDirs) == 0 {
+		return
+	}
+	b.seen[s.Path] = true
+	g := &b.plan.GitDirs[len(b.plan.GitDirs)-1]
+	g.Shadows = append(g.Shadows, s)
 }
 
 // dotGit adds the .git entry of a work tree: a directory is pinned with its git dir; a file

@@ -101,6 +101,8 @@ type nsEnv struct {
 	snap                       *Snapshot
 	// noShadow skips the guest script: the box as if its shadow had been sidestepped.
 	noShadow bool
+	// planDir is the checkout the plan is made for; "" is work.
+	planDir string
 }
 
 // setupNamespace builds the fixture, runs each prep on it (as root, before the plan is made),
@@ -122,7 +124,11 @@ func setupNamespace(t *testing.T, prep ...func(e *nsEnv)) *nsEnv {
 	for _, p := range prep {
 		p(e)
 	}
-	plan := discover(t, e.work)
+	planDir := e.work
+	if e.planDir != "" {
+		planDir = e.planDir
+	}
+	plan := discover(t, planDir)
 	script, err := plan.GuestScript()
 	if err != nil {
 		t.Fatal(err)

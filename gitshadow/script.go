@@ -102,6 +102,18 @@ empty_dir() {
 	ro_bind "$state/$2" "$1"
 }
 
+# git_mount makes a host directory mounted for git besides the project (a linked worktree's
+# common dir) nosuid and nodev, as the privilege drop makes the project mount, keeping it
+# read-only if it is, and detaches it from its peers like every other mount of the shadow.
+git_mount() {
+	check_real "$1"
+	findmnt -rn --mountpoint "$1" >/dev/null 2>&1 || return 0
+	ro=
+	case ",$(findmnt -rn -o OPTIONS --mountpoint "$1" | tail -n 1)," in *,ro,*) ro=ro, ;; esac
+	mount -o "remount,bind,${ro}nosuid,nodev" -- "$1" || fail "$1: cannot make nosuid"
+	private "$1"
+}
+
 mkdir -p -- "$state"
 chown 0:0 "$state"
 chmod 0755 "$state"
@@ -114,6 +126,13 @@ chmod 0755 "$state"
 func (p *Plan) GuestScript() (string, error) {
 	var b strings.Builder
 	b.WriteString(scriptHead)
+	for _, d := range p.OutsideTopLevel { // before the pins: a bind mount keeps its source's flags
+		q, err := ShellQuote(d)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("git_mount " + q + "\n")
+	}
 	n := 0
 	for _, s := range p.AllShadows() {
 		line, err := scriptLine(s, &n)

@@ -65,6 +65,9 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if err := h.CheckProjectMount(p.TopLevel, req.Getenv); err != nil {
 		return nil, mountHint(err)
 	}
+	if err := CheckGitMounts(p, h, req.Getenv); err != nil { // a linked worktree's common dir (gitmounts.go)
+		return nil, err
+	}
 	extra, err := ExtraMounts(h, cfg, p.TopLevel, req.Getenv) // extra.go
 	if err != nil {
 		return nil, err
@@ -138,7 +141,7 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 func (b *Box) spec(req Request) vm.BoxSpec {
 	spec := vm.BoxSpec{
 		Box: b.Name, ProjectDir: b.Dir, Config: b.Config, Bundle: b.Bundle, Create: !req.NoCreate, BrokerPort: b.BrokerPort, Agents: b.Agents,
-		Progress: req.UI.Progress, Notice: req.notice,
+		Progress: req.UI.Progress, Notice: req.notice, GitMounts: GitMounts(b.Project),
 	}
 	if !req.Yes && req.UI.Confirm != nil {
 		box, dir, confirm := b.Name, b.Dir, req.UI.Confirm

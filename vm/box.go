@@ -188,6 +188,9 @@ type Meta struct {
 	// created: its Lima instance keeps them (session/extra.go refuses a box that differs).
 	Mounts []string `json:"mounts,omitempty"`
 	Ports  []string `json:"ports,omitempty"`
+	// GitMounts are the host directories mounted besides the project (a linked worktree's
+	// common dir, BoxSpec.GitMounts), so the template can be rendered again as it was made.
+	GitMounts []string `json:"gitMounts,omitempty"`
 }
 
 // TemplateHash names a rendered template; a box whose template hash differs has drifted.
@@ -295,7 +298,7 @@ func (m *Manager) runWith(ctx context.Context, box string, p *Progress, extra []
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "--- %s limactl %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(args, " "))
-	cmd := m.command(ctx, extra, args...)
+	cmd := m.command(ctx, extra, append(logArgs(ctx, m.Limactl), args...)...) // limalog.go
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	last := make(chan string, 1)
@@ -303,13 +306,13 @@ func (m *Manager) runWith(ctx context.Context, box string, p *Progress, extra []
 		var tail []string
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(logf, line)
-			if ph := limaPhase(line); ph != "" {
+			r := parseLimaLine(sc.Text())
+			fmt.Fprintln(logf, r)
+			if ph := recordPhase(r); ph != "" {
 				p.Phase(ph)
 			}
-			if strings.Contains(line, "level=error") || strings.Contains(line, "level=fatal") {
-				tail = append(tail, limaMsg(line))
+			if r.failed() {
+				tail = append(tail, r.Msg)
 			}
 		}
 		_, _ = io.Copy(io.Discard, pr)
@@ -325,18 +328,6 @@ func (m *Manager) runWith(ctx context.Context, box string, p *Progress, extra []
 		return fmt.Errorf("limactl %s %s: %s (log: %s)", args[0], box, msg, m.LogPath(box))
 	}
 	return nil
-}
-
-// limaPhase maps a line of limactl's log to a progress phase, or "".
-func limaPhase(line string) string {
-	msg := strings.TrimPrefix(limaMsg(line), "[hostagent] ")
-	switch {
-	case strings.HasPrefix(msg, "Waiting for the essential requirement 1 of"):
-		return "waiting for SSH"
-	case strings.Contains(msg, `"boot scripts must have finished"`) && strings.HasPrefix(msg, "Waiting"):
-		return "provisioning"
-	}
-	return ""
 }
 
 // limaMsg extracts msg="…" from a logrus text line.

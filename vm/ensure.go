@@ -44,6 +44,9 @@ type BoxSpec struct {
 	Golden bool
 	// ExtraMounts are the box's checked `mounts` entries (extra.go).
 	ExtraMounts []ExtraMount
+	// GitMounts are the host directories git needs besides the project (a linked worktree's
+	// common dir), mounted writable at their own paths (gitmounts.go).
+	GitMounts []string
 }
 
 // ErrDeclined is returned when the user answers no to creating a box.
@@ -57,6 +60,9 @@ type Rendered struct {
 	MountType string
 	// ExtraMounts counts the template's `mounts` entries: such a box never resumes a golden state.
 	ExtraMounts int
+	// GitMounts counts the mounts besides the project's; a box with any cannot resume a saved
+	// state (stateCapable).
+	GitMounts int
 }
 
 // RenderBox renders and validates spec's template the way Ensure would, with tcg as given.
@@ -68,7 +74,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	mt := MountTypeLinux(ctx)
 	y, err := Render(TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: spec.ProjectDir,
-		NoProjectMount: spec.NoProjectMount, MountSource: spec.MountSource, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
+		NoProjectMount: spec.NoProjectMount, MountSource: spec.MountSource, GitMounts: spec.GitMounts, Config: spec.Config, Bundle: spec.Bundle, Image: img, MountType: mt, TCG: tcg,
 		ExtraMounts: spec.ExtraMounts,
 		Agents:      spec.Agents,
 	})
@@ -82,7 +88,7 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	if err := Validate(b, m.Home.BoxTemplate(spec.Box)); err != nil {
 		return Rendered{}, err
 	}
-	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt, ExtraMounts: len(spec.ExtraMounts)}, nil
+	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt, ExtraMounts: len(spec.ExtraMounts), GitMounts: len(spec.GitMounts)}, nil
 }
 
 // DecideTCG runs (or reads) the KVM probe for img and sets m.TCG, printing the one-line notice
@@ -163,7 +169,7 @@ func (m *Manager) create(ctx context.Context, spec BoxSpec) error {
 		TemplateHash: r.Hash, Image: r.Image.Hash, MountType: r.MountType, TCG: m.TCG, Network: string(spec.Config.Network),
 		NoProjectMount: spec.NoProjectMount, BrokerPort: spec.BrokerPort,
 		GuestScripts: spec.Bundle.ProductScripts(), State: StateCreating,
-		Mounts: spec.Config.Mounts, Ports: spec.Config.Ports,
+		Mounts: spec.Config.Mounts, Ports: spec.Config.Ports, GitMounts: spec.GitMounts,
 	}
 	// The creating marker goes first, so that no Lima instance of this box exists without it
 	// (creating.go).
@@ -234,6 +240,9 @@ func (m *Manager) checkMountMode(spec BoxSpec, st Status) error {
 // base they could only boot from would cost them an extra boot and save them none.
 func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (string, error) {
 	if !spec.Golden || !stateCapable(r, spec.NoProjectMount) {
+		if spec.Golden && r.GitMounts > 0 && spec.Notice != nil {
+			spec.Notice(noGoldenGitMounts(spec.Box))
+		}
 		return "", m.Create(ctx, spec.Box, r.YAML, spec.Progress)
 	}
 	key := GoldenKey(r.Image, spec.Config, spec.Bundle, spec.GoldenBox(r))

@@ -34,6 +34,9 @@ type TemplateOptions struct {
 	// itself: a golden build box mounts an empty directory of git corral's at the project's
 	// path, so that its devices match the boxes resumed from its saved state (golden_state.go).
 	MountSource string
+	// GitMounts are host directories git needs besides the project, each mounted writable at its
+	// own real path: a linked worktree's common dir (gitmounts.go).
+	GitMounts []string
 	// Config is the effective configuration of the box.
 	Config *policy.Config
 	// Bundle is the guest provisioning rendered by package provision.
@@ -107,7 +110,9 @@ func mounts(o TemplateOptions) []limayaml.Mount {
 	if o.MountSource != "" {
 		src = o.MountSource
 	}
-	return append([]limayaml.Mount{{Location: src, MountPoint: ptr(o.ProjectDir), Writable: ptr(!o.Config.ReadonlyProject)}}, o.Agents.limaMounts()...)
+	ms := []limayaml.Mount{{Location: src, MountPoint: ptr(o.ProjectDir), Writable: ptr(!o.Config.ReadonlyProject)}}
+	ms = append(ms, o.Agents.limaMounts()...)
+	return append(ms, gitMounts(o.GitMounts, !o.Config.ReadonlyProject)...)
 }
 
 // checkOptions refuses options Lima would misread or that would widen the box.
@@ -130,6 +135,7 @@ func checkOptions(o TemplateOptions) error {
 			errs = append(errs, fmt.Errorf("render template: %s %q contains a newline or NUL", name, v))
 		}
 	}
+	errs = append(errs, checkGitMounts(o)...)
 	if o.HostOS == HostLinux && o.MountType != limayaml.NINEP && o.MountType != limayaml.REVSSHFS && o.MountType != limayaml.VIRTIOFS {
 		errs = append(errs, fmt.Errorf("render template: mount type %q is not 9p, reverse-sshfs or virtiofs", o.MountType))
 	}

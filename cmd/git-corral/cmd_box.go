@@ -207,7 +207,7 @@ func (a *app) listEntry(ctx context.Context, m *vm.Manager, s vm.Status) listEnt
 		e.Drift, e.DriftReason = true, "cannot render: "+err.Error()
 		return e
 	}
-	spec := vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, Config: cfg, Bundle: bundle}
+	spec := vm.BoxSpec{Box: s.Name, ProjectDir: meta.Project, NoProjectMount: meta.NoProjectMount, GitMounts: meta.GitMounts, Config: cfg, Bundle: bundle}
 	if !meta.NoProjectMount { // the box's extra and agent mounts, as a session renders them
 		if spec.ExtraMounts, err = session.ExtraMounts(m.Home, cfg, meta.Project, a.getenv); err != nil {
 			e.Drift, e.DriftReason = true, "cannot render: "+err.Error()

@@ -76,7 +76,7 @@ func defineProvision(fs *pflag.FlagSet) runFunc {
 		if err := a.writeRendered(ctx, *out, b, m); err != nil {
 			return err
 		}
-		return a.writeTemplate(ctx, *out, h.Images(), p.TopLevel, cfg, b, session.AgentMountSet(h, box, cfg.AgentState, a.getenv("HOME")))
+		return a.writeTemplate(ctx, *out, h.Images(), p.TopLevel, session.GitMounts(p), cfg, b, session.AgentMountSet(h, box, cfg.AgentState, a.getenv("HOME")))
 	}
 }
 
@@ -109,7 +109,7 @@ func (a *app) writeRendered(ctx context.Context, dir string, b provision.Bundle,
 
 // writeTemplate writes the Lima template the box would be created from, checked by Lima's own
 // validator. Without a built base image the template names where the image will be.
-func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, cfg *policy.Config, b provision.Bundle, agents vm.AgentMounts) error {
+func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, gitMounts []string, cfg *policy.Config, b provision.Bundle, agents vm.AgentMounts) error {
 	img, err := vm.FindImage(vm.ImageDirs(userImages, a.getenv))
 	if err != nil {
 		img = vm.Image{Hash: vm.RecipeHash(), Dir: filepath.Join(vm.SystemImageDir, vm.RecipeHash())}
@@ -123,7 +123,7 @@ func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, cf
 		return err
 	}
 	y, err := vm.Render(vm.TemplateOptions{
-		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: top, Config: cfg,
+		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: top, GitMounts: gitMounts, Config: cfg,
 		Bundle: b, Image: img, MountType: vm.MountTypeLinux(ctx), TCG: true, ExtraMounts: extra, Agents: agents,
 	})
 	if err != nil {
