@@ -11,10 +11,10 @@ import (
 	"github.com/git-corral/git-corral/home"
 )
 
-// fakeLimactl writes a limactl that answers --help with or without the --log-format flag (as
+// fakeLogLimactl writes a limactl that answers --help with or without the --log-format flag (as
 // the pinned Lima does, and as an older one would), records its argv in $ARGS, prints the
 // fixture $FIXTURE when asked for JSON and a logrus text line otherwise, and exits $RC.
-func fakeLimactl(t *testing.T, withFlag bool) (*Manager, string) {
+func fakeLogLimactl(t *testing.T, withFlag bool) (*Manager, string) {
 	t.Helper()
 	dir := t.TempDir()
 	help := `echo "Usage: limactl [command]"`
@@ -53,7 +53,7 @@ func runFixture(t *testing.T, m *Manager, args, fixture, rc string) (progress, l
 // `limactl start` records give the phases users see in order, and the box's log holds readable
 // lines, not JSON.
 func TestLimaJSONLog(t *testing.T) {
-	m, args := fakeLimactl(t, true)
+	m, args := fakeLogLimactl(t, true)
 	progress, log, argv, err := runFixture(t, m, args, "start.jsonl", "0")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestLimaJSONLog(t *testing.T) {
 // TestLimaJSONLogFailure: a failed start's error carries the messages of its error and fatal
 // records and names the box's log.
 func TestLimaJSONLogFailure(t *testing.T) {
-	m, args := fakeLimactl(t, true)
+	m, args := fakeLogLimactl(t, true)
 	_, _, _, err := runFixture(t, m, args, "start-failed.jsonl", "1")
 	if err == nil {
 		t.Fatal("a failed limactl start returned no error")
@@ -91,7 +91,7 @@ func TestLimaJSONLogFailure(t *testing.T) {
 // TestLimaTextLogFallback: a limactl whose help lacks --log-format is not given it, and its
 // text log still gives the phase.
 func TestLimaTextLogFallback(t *testing.T) {
-	m, args := fakeLimactl(t, false)
+	m, args := fakeLogLimactl(t, false)
 	progress, _, argv, err := runFixture(t, m, args, "start.jsonl", "0")
 	if err != nil {
 		t.Fatal(err)
