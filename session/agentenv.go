@@ -6,13 +6,14 @@ package session
 //     default, and only those set on the host; another agent's are not.
 //   - no_env_passthrough forwards none; each one set on the host is reported as not passed in.
 //   - A variable an API broker route holds (api_brokers) is not forwarded: the broker adds the
-//     key on the host side, so the box never holds it (authHeldByBroker is the hook).
+//     key on the host side, so the box never holds it (authHeldByBroker).
 //   - Values travel only inside the SSH channel, like every session variable; logs and the
 //     audit record carry the names.
 
 import (
 	"github.com/git-corral/git-corral/agents"
 	"github.com/git-corral/git-corral/policy"
+	"slices"
 )
 
 // agentAuthEnv returns the names of a's auth variables to forward (ok says there is a session
@@ -38,7 +39,13 @@ func agentAuthEnv(a agents.Agent, ok bool, cfg *policy.Config, lookup func(strin
 	return names, dropped
 }
 
-// authHeldByBroker says whether an api_brokers route of cfg holds the host variable name, so
-// that it must not be forwarded. Hook for api_brokers (issue #23, API brokers): until routes
-// exist, none holds a key.
-func authHeldByBroker(cfg policy.Config, name string) bool { return false }
+// authHeldByBroker says whether an api_brokers route of cfg holds the host variable name (its
+// value_env), so that it must not be forwarded: the broker adds it on the host instead.
+func authHeldByBroker(cfg policy.Config, name string) bool {
+	for _, rn := range cfg.APIBrokers {
+		if r, ok := cfg.Route(rn); ok && slices.Contains(r.ValueEnv, name) {
+			return true
+		}
+	}
+	return false
+}

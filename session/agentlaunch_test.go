@@ -146,3 +146,25 @@ func TestAgentPrelude(t *testing.T) {
 		t.Errorf("no command ran %q, want the login shell", out)
 	}
 }
+
+// TestAuthHeldByBroker: the real hook — with the built-in anthropic route in api_brokers,
+// ANTHROPIC_API_KEY stays on the host (the broker adds it) while the claude session still gets
+// its other auth variable; the control without the route forwards both.
+func TestAuthHeldByBroker(t *testing.T) {
+	host := map[string]string{"ANTHROPIC_API_KEY": "sk-ant", "CLAUDE_CODE_OAUTH_TOKEN": "oat"}
+	lookup := func(n string) (string, bool) { v, ok := host[n]; return v, ok }
+	claude, err := agents.Lookup("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := policy.Default()
+	names, _ := agentAuthEnv(claude, true, cfg, lookup, authHeldByBroker)
+	if !slices.Equal(names, []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}) {
+		t.Fatalf("control, no route: forwards %q", names)
+	}
+	cfg.APIBrokers = []string{"anthropic"}
+	names, notes := agentAuthEnv(claude, true, cfg, lookup, authHeldByBroker)
+	if !slices.Equal(names, []string{"CLAUDE_CODE_OAUTH_TOKEN"}) || len(notes) != 1 || !strings.Contains(notes[0], "ANTHROPIC_API_KEY") {
+		t.Errorf("with the anthropic route: forwards %q, notes %q; want the key held on the host", names, notes)
+	}
+}
