@@ -285,7 +285,8 @@ func (a *app) boxInputs(ctx context.Context, m *vm.Manager, meta vm.Meta) (*poli
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
-	eff, err := policy.Load(ctx, policy.LoadOptions{Home: m.Home, TopLevel: p.TopLevel, Box: meta.Box})
+	// The per-project file is the derived box's, as start reads it, also for a box that name chose.
+	eff, err := policy.Load(ctx, policy.LoadOptions{Home: m.Home, TopLevel: p.TopLevel, Box: project.BoxName(p.TopLevel)})
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
