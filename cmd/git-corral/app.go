@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/hint"
 	"github.com/git-corral/git-corral/internal/visible"
-	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/session"
 	"github.com/git-corral/git-corral/vm"
