@@ -210,7 +210,7 @@ var keys = slices.Concat([]KeySpec{
 		Doc: "Extra host directories mounted into the box, HOSTPATH:GUESTPATH[:ro|:rw], read-only unless :rw is written. GUESTPATH lies inside /srv, /mnt, /opt, /media or /data. Refused: a host path that is, holds or lies inside what the host trusts ($HOME itself, ~/.ssh, ~/.gnupg, cloud credential directories, $CORRAL_HOME, /, /etc…), a socket or device, anything reaching them through a symlink. A change takes effect only in a new box.",
 		Why: "exposes host files to the box", field: func(c *Config) any { return &c.Mounts }},
 	{Name: "name", Class: TrustedOnly, Kind: KindString, Example: `""`,
-		Doc: "The box `start`, `run` and `shell` use, instead of the one derived from the checkout's path ([a-z][a-z0-9-]*). A box made for another checkout is refused, never shared. Other commands (stop, status, delete) take the name with --box.",
+		Doc: "The box every command acts on in this checkout (start, run, shell, stop, status, delete, info, ports, egress, snapshot, undo, logs…), instead of the one derived from the checkout's path ([a-z][a-z0-9-]*); --box still wins. Read only from the trusted layers. A box made for another checkout is refused, never shared.",
 		Why: "could select another project's box and its state", field: func(c *Config) any { return &c.Name }},
 	{Name: "ports", Class: TrustedOnly, Kind: KindStrings, Example: `["8080:8080"]`,
 		Doc: "Ports forwarded from the host's 127.0.0.1 (never another address) to the box, HOSTPORT:GUESTPORT, HOSTPORT at least 1024; no other guest port is forwarded by the box itself. Not covered: port forwards an SSH client (an editor) asks for over its own connection. A HOSTPORT already in use is refused before the box starts. A change takes effect only in a new box.",

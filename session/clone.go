@@ -53,6 +53,9 @@ func OpenClone(ctx context.Context, req CloneRequest) (*Box, error) {
 		if cfg, err = LoadConfig(ctx, req.Request, policy.LoadOptions{Home: h, TopLevel: req.HostDir, Box: req.Box}); err != nil {
 			return nil, err
 		}
+		if err := checkCloneDirHide(h, req.HostDir, req.Box, cfg); err != nil { // clonehide.go
+			return nil, err
+		}
 	} else if cfg == nil {
 		cfg = policy.Default()
 	}

@@ -86,3 +86,17 @@ func checkImage(ctx context.Context, h home.Home, req Request, opts policy.LoadO
 	}
 	return hint.With(fmt.Errorf("image (%s): %w", origin, err), "'git corral image list' shows the names; set image to one of them, or remove it for the default image")
 }
+
+// ProjectBox returns the box a command acts on for the checkout p: the trusted `name` when one
+// is set (BoxNameFor, the rule Open applies), else p.Box, the name derived from its path. It
+// reads only the layers that may set name — $CORRAL_HOME/config.toml and
+// projects/<derived>.toml — never the repository's .corral.toml (name is trusted-only there)
+// and without measuring the host, so every command can afford it.
+func ProjectBox(ctx context.Context, h home.Home, p *project.Project) (string, error) {
+	eff, err := policy.Load(ctx, policy.LoadOptions{Home: h, Box: p.Box, Host: &policy.HostLimits{}})
+	if err != nil {
+		return "", hint.With(fmt.Errorf("find the box of %s: %w", p.TopLevel, err),
+			"fix the trusted configuration named above (it may set name), or name the box with 'git corral --box BOX'")
+	}
+	return BoxNameFor(h, p.Box, p.TopLevel, eff.Config)
+}

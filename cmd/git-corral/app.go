@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/hint"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
@@ -239,8 +240,27 @@ func (a *app) workDir() (string, error) {
 	return dir, nil
 }
 
-// project finds the repository the command runs in.
+// project finds the repository the command runs in, with Box the box commands act on: the
+// trusted name when set (session.ProjectBox, the rule start applies), else the derived name.
+// The configuration's per-project layer stays keyed by project.BoxName(p.TopLevel).
 func (a *app) project(ctx context.Context) (*project.Project, error) {
+	p, err := a.findProject(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := home.Resolve(a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	if p.Box, err = session.ProjectBox(ctx, h, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// findProject finds the repository the command runs in, with Box derived from its path (the
+// key of its per-project configuration file), reading no configuration.
+func (a *app) findProject(ctx context.Context) (*project.Project, error) {
 	dir, err := a.workDir()
 	if err != nil {
 		return nil, err

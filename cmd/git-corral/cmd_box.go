@@ -274,18 +274,27 @@ func (a *app) catLog(path string) error {
 	return err
 }
 
+// configBox keys the per-project configuration file of the box meta describes: the name
+// derived from its project, as start reads it, also for a box that name chose.
+func configBox(meta vm.Meta) string {
+	if meta.Project == "" {
+		return meta.Box
+	}
+	return project.BoxName(meta.Project)
+}
+
 // boxInputs loads what a box's template is rendered from now, as start would: the effective
 // configuration of its project and, for a mounted project, the guest scripts.
 func (a *app) boxInputs(ctx context.Context, m *vm.Manager, meta vm.Meta) (*policy.Config, provision.Bundle, error) {
 	if meta.NoProjectMount {
-		cfg, err := session.LoadConfig(ctx, session.Request{Network: meta.Network}, policy.LoadOptions{Home: m.Home, TopLevel: meta.Project, Box: meta.Box})
+		cfg, err := session.LoadConfig(ctx, session.Request{Network: meta.Network}, policy.LoadOptions{Home: m.Home, TopLevel: meta.Project, Box: configBox(meta)})
 		return cfg, provision.Bundle{}, err
 	}
 	p, err := project.Find(ctx, meta.Project)
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
-	eff, err := policy.Load(ctx, policy.LoadOptions{Home: m.Home, TopLevel: p.TopLevel, Box: meta.Box})
+	eff, err := policy.Load(ctx, policy.LoadOptions{Home: m.Home, TopLevel: p.TopLevel, Box: configBox(meta)})
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}

@@ -68,7 +68,7 @@ func (a *app) loadOptions(ctx context.Context, file string) (policy.LoadOptions,
 		return policy.LoadOptions{}, err
 	}
 	opts := policy.LoadOptions{Home: h, AgentHosts: session.AgentAPIHosts}
-	p, err := a.project(ctx)
+	p, err := a.findProject(ctx) // the per-project layer is the derived box's file, as start reads it
 	switch {
 	case err == nil:
 		opts.TopLevel, opts.Box = p.TopLevel, p.Box
@@ -98,7 +98,7 @@ func (a *app) projectConfig(ctx context.Context, p *project.Project) (*policy.Co
 	if err != nil {
 		return nil, err
 	}
-	return session.LoadConfig(ctx, session.Request{}, policy.LoadOptions{Home: h, TopLevel: p.TopLevel, Box: p.Box})
+	return session.LoadConfig(ctx, session.Request{}, policy.LoadOptions{Home: h, TopLevel: p.TopLevel, Box: project.BoxName(p.TopLevel)})
 }
 
 // configShow prints the effective configuration with the origin of every value.

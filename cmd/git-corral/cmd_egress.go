@@ -25,8 +25,12 @@ func egressConfig(ctx context.Context, a *app, box string) (*policy.Config, stri
 	if err != nil {
 		return nil, "", err
 	}
-	if opts.Box != box {
-		return nil, "", withHint(fmt.Errorf("box %q is not the box of this repository (%q)", box, opts.Box),
+	own, err := a.boxName(ctx) // name, when set, selects the box; opts.Box keys the configuration
+	if err != nil {
+		return nil, "", err
+	}
+	if own != box {
+		return nil, "", withHint(fmt.Errorf("box %q is not the box of this repository (%q)", box, own),
 			"run 'git corral egress' in the box's checkout to see its mode and allow-list")
 	}
 	eff, err := policy.Load(ctx, opts)

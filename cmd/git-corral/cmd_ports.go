@@ -73,7 +73,11 @@ func (a *app) ports(ctx context.Context) (portsDoc, error) {
 	if err != nil {
 		return portsDoc{}, err
 	}
-	doc := portsDoc{Box: opts.Box, Ports: []portDoc{}}
+	box, err := a.boxName(ctx) // name, when set, selects the box; opts.Box keys the configuration
+	if err != nil {
+		return portsDoc{}, err
+	}
+	doc := portsDoc{Box: box, Ports: []portDoc{}}
 	for _, p := range ps {
 		doc.Ports = append(doc.Ports, portDoc{Entry: p.Entry, Host: "127.0.0.1", HostPort: p.Host, GuestPort: p.Guest})
 	}
@@ -81,9 +85,9 @@ func (a *app) ports(ctx context.Context) (portsDoc, error) {
 	if err != nil {
 		return doc, err
 	}
-	if meta, err := (&vm.Manager{Home: h}).ReadMeta(opts.Box); err == nil {
+	if meta, err := (&vm.Manager{Home: h}).ReadMeta(box); err == nil {
 		doc.BoxPorts = append([]string{}, meta.Ports...)
-		doc.Stale = session.CheckBoxKeys(opts.Box, vm.Meta{Mounts: eff.Config.Mounts, Ports: meta.Ports}, eff.Config) != nil
+		doc.Stale = session.CheckBoxKeys(box, vm.Meta{Mounts: eff.Config.Mounts, Ports: meta.Ports}, eff.Config) != nil
 	}
 	return doc, nil
 }

@@ -71,5 +71,9 @@ func (a *app) provisionContext(ctx context.Context) (*project.Project, home.Home
 	if err != nil {
 		return nil, home.Home{}, "", nil, err
 	}
-	return p, opts.Home, opts.Box, eff.Config, nil
+	box := p.Box // name, when set; --box wins, as for every command
+	if a.box != "" {
+		box = a.box
+	}
+	return p, opts.Home, box, eff.Config, nil
 }
