@@ -103,7 +103,6 @@ func remoteForward(c *ssh.Client) error {
 // refused; with no `ports`, every TCP forward is refused. From 127.0.0.2 (the control: git
 // corral's own connection) the same probes all work, the guard socket channel among them.
 func TestSSHDConfEditorForwards(t *testing.T) {
-	sshtest.Skip(t)
 	allowed := echoListener(t, "tcp", "127.0.0.1:0", "allowed")
 	other := echoListener(t, "tcp", "127.0.0.1:0", "other")
 	sockDir, err := os.MkdirTemp("", "corral-sshdconf-")
