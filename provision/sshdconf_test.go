@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/git-corral/git-corral/internal/sshtest"
 )
@@ -97,11 +98,22 @@ func remoteForward(c *ssh.Client) error {
 	return err
 }
 
+// agentForward asks for agent forwarding on a session, as ssh -A does.
+func agentForward(c *ssh.Client) error {
+	s, err := c.NewSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return agent.RequestAgentForwarding(s)
+}
+
 // TestSSHDConfEditorForwards runs a real sshd with the rendered configuration. From 127.0.0.1
 // (an editor's connection through ssh-proxy) an ssh -L forward to a guest port `ports` names
-// works and to any other port is refused, and an ssh -R forward and a unix-socket forward are
-// refused; with no `ports`, every TCP forward is refused. From 127.0.0.2 (the control: git
-// corral's own connection) the same probes all work, the guard socket channel among them.
+// works and to any other port is refused, and an ssh -R forward, a unix-socket forward and
+// agent forwarding (no ssh_agent) are refused; with no `ports`, every TCP forward is refused.
+// From 127.0.0.2 (the control: git corral's own connection) the same probes all work, the guard
+// socket channel among them.
 func TestSSHDConfEditorForwards(t *testing.T) {
 	allowed := echoListener(t, "tcp", "127.0.0.1:0", "allowed")
 	other := echoListener(t, "tcp", "127.0.0.1:0", "other")
@@ -136,6 +148,7 @@ func TestSSHDConfEditorForwards(t *testing.T) {
 			{"-L to another port", func(c *ssh.Client) error { return wantRead(c, "tcp", other.Addr().String(), "other") }},
 			{"-R", remoteForward},
 			{"unix-socket forward (the guard socket)", func(c *ssh.Client) error { return wantRead(c, "unix", sock, "guard") }},
+			{"agent forwarding without ssh_agent", agentForward},
 		}
 		for i, p := range probes {
 			if err := p.run(product); err != nil {
