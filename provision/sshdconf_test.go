@@ -27,6 +27,11 @@ func TestSSHDConfRefusesBadPorts(t *testing.T) {
 	if err != nil || !strings.Contains(text, "\tPermitOpen 127.0.0.1:8099 localhost:8099 [::1]:8099\n") {
 		t.Errorf("SSHDConf = %v\n%s", err, text)
 	}
+	for agentOn, want := range map[bool]string{false: "\tAllowAgentForwarding no\n", true: "\tAllowAgentForwarding yes\n"} {
+		if text, err := SSHDConf(Options{SSHAgent: agentOn}); err != nil || !strings.Contains(text, want) || !strings.Contains(text, "\tAllowTcpForwarding no\n") {
+			t.Errorf("ssh_agent %v, no ports: %v, want %q and no TCP forwarding:\n%s", agentOn, err, want, text)
+		}
+	}
 }
 
 // echoListener accepts on 127.0.0.1 (or a unix socket) and answers every connection with name.

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/git-corral/git-corral/internal/sshtest"
+	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/provision"
 	"github.com/git-corral/git-corral/vm"
 )
@@ -174,5 +176,19 @@ func TestSSHConfigText(t *testing.T) {
 		if _, err := SSHConfigText([]SSHHost{h}); err == nil {
 			t.Errorf("%s: written", name)
 		}
+	}
+}
+
+// TestEditorPorts: the guest sshd's editor limits get each `ports` entry's guest port, and a
+// bad entry is refused, naming it, rather than rendered as "no forwards".
+func TestEditorPorts(t *testing.T) {
+	cfg := policy.Default()
+	cfg.Ports = []string{"18080:8080", "18081:3000"}
+	if got, err := editorPorts(cfg); err != nil || fmt.Sprint(got) != "[8080 3000]" {
+		t.Errorf("editorPorts = %v, %v; want [8080 3000]", got, err)
+	}
+	cfg.Ports = []string{"18080:8080", "80:8081"}
+	if _, err := editorPorts(cfg); err == nil || !strings.Contains(err.Error(), `"80:8081"`) {
+		t.Errorf("editorPorts with a bad entry: %v; want a refusal naming it", err)
 	}
 }
