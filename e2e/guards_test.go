@@ -57,6 +57,8 @@ func TestGuardsFullMode(t *testing.T) {
 	dir := newProject(t, "guards")
 	box := boxName(t, dir)
 	cleanupBox(t, box)
+	// One forwarded port, for the editor forward probe (editorfwd_test.go).
+	writeProjectConfig(t, box, fmt.Sprintf("ports = [\"%d:%d\"]\n", freeLoopbackPort(t), editorAllowedPort))
 	writeFile(t, filepath.Join(dir, ".corral.toml"), "provision = [\"setup.sh\"]\n", 0o644)
 	writeFile(t, filepath.Join(dir, "setup.sh"), "#!/bin/sh\necho provisioned > \"$HOME/provisioned\"\n", 0o755)
 	writeFile(t, filepath.Join(dir, "Makefile"), "all:\n\t@echo built\n", 0o644)
@@ -177,6 +179,12 @@ true`, canary)
 		if !strings.Contains(a.stdout, "(editor connection)") {
 			t.Errorf("the audit log does not record the editor's connection: %s", a.stdout)
 		}
+	})
+	t.Run("an editor's ssh -L reaches only a guest port ports allows", func(t *testing.T) {
+		if _, err := os.Stat(sshConfig); err != nil {
+			t.Fatalf("no ssh-config from the editor scenario: %v", err)
+		}
+		editorForwardProbe(t, dir, sshConfig, box)
 	})
 	t.Run("a guard broken in the running box refuses the next session before its command runs", func(t *testing.T) {
 		// Full mode keeps sudo, so the box can undo one of its own git shadow's mounts.

@@ -213,7 +213,7 @@ var keys = slices.Concat([]KeySpec{
 		Doc: "The box every command acts on in this checkout (start, run, shell, stop, status, delete, info, ports, egress, snapshot, undo, logs…), instead of the one derived from the checkout's path ([a-z][a-z0-9-]*); --box still wins. Read only from the trusted layers. A box made for another checkout is refused, never shared.",
 		Why: "could select another project's box and its state", field: func(c *Config) any { return &c.Name }},
 	{Name: "ports", Class: TrustedOnly, Kind: KindStrings, Example: `["8080:8080"]`,
-		Doc: "Ports forwarded from the host's 127.0.0.1 (never another address) to the box, HOSTPORT:GUESTPORT, HOSTPORT at least 1024; no other guest port is forwarded by the box itself. Not covered: port forwards an SSH client (an editor) asks for over its own connection. A HOSTPORT already in use is refused before the box starts. A change takes effect only in a new box.",
+		Doc: "Ports forwarded from the host's 127.0.0.1 (never another address) to the box, HOSTPORT:GUESTPORT, HOSTPORT at least 1024; no other guest port is forwarded by the box itself. An editor's SSH connection through git corral ssh-config may forward (ssh -L) only to a GUESTPORT listed here, and without ports to none; its ssh -R and unix-socket forwards are refused. A HOSTPORT already in use is refused before the box starts. A change takes effect only in a new box.",
 		Why: "opens listeners on the host", field: func(c *Config) any { return &c.Ports }},
 	{Name: "ssh_agent", Class: TrustedOnly, Kind: KindBool, Example: "false",
 		Doc: "Forward the host's SSH agent into sessions.",

@@ -43,7 +43,7 @@ var proofs = map[string][]string{
 	"image":             {"session.TestImageKey"},
 	"mounts":            {"e2e.TestKeysMountsPorts"},
 	"name":              {"session.TestBoxName"},
-	"ports":             {"e2e.TestKeysMountsPorts"},
+	"ports":             {"e2e.TestKeysMountsPorts", "e2e.TestGuardsFullMode", "provision.TestSSHDConfEditorForwards", "session.TestRelayOnlyAfterGuard"},
 	"ssh_agent":         {"session.TestAgentSocketWarns"},
 	"timeout":           {"session.TestRunTimeout"},
 }

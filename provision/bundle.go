@@ -34,6 +34,11 @@ type Options struct {
 	GitCredentialHelper bool
 	// Packages are Debian packages to install (already allowed by policy).
 	Packages []string
+	// ForwardPorts are the guest ports of the `ports` entries: the only ports an editor's SSH
+	// connection may forward to (sshdconf.go).
+	ForwardPorts []int
+	// SSHAgent is ssh_agent: an editor's connection may forward an agent too.
+	SSHAgent bool
 	// Repo are the repository's approved provision scripts, in order, as CheckApproved
 	// returns them; their approved bytes are what runs.
 	Repo []RepoScript

@@ -178,6 +178,9 @@ func prepare(opts Options) (*guestData, error) {
 	if err := packagesData(opts, d); err != nil {
 		return nil, err
 	}
+	if d.SSHDConf, err = SSHDConf(opts); err != nil { // sshdconf.go
+		return nil, err
+	}
 	if err := filesData(d); err != nil {
 		return nil, err
 	}
@@ -204,9 +207,6 @@ func packagesData(opts Options, d *guestData) error {
 func filesData(d *guestData) error {
 	var err error
 	if d.Unit, err = readGuest("corral-lockdown.service"); err != nil {
-		return err
-	}
-	if d.SSHDConf, err = readGuest("sshd.conf"); err != nil {
 		return err
 	}
 	if d.Sudoers, err = execGuest("sudoers", d); err != nil {

@@ -107,7 +107,12 @@ func OpenClone(ctx context.Context, req CloneRequest) (*Box, error) {
 // git shadow (no host git metadata is in reach of the box) and no repository provision
 // scripts (they run from a mounted checkout, which a clone-mode box does not have).
 func cloneBundle(cfg *policy.Config, brokerPort int) (provision.Bundle, error) {
-	b, err := provision.Render(provision.Options{Network: cfg.Network, User: vm.GuestUser(), BrokerPort: brokerPort, Packages: cfg.Packages, GitCredentialHelper: len(cfg.GitTokens) > 0})
+	fwd, err := editorPorts(cfg) // editor.go
+	if err != nil {
+		return provision.Bundle{}, err
+	}
+	b, err := provision.Render(provision.Options{Network: cfg.Network, User: vm.GuestUser(), BrokerPort: brokerPort, Packages: cfg.Packages, GitCredentialHelper: len(cfg.GitTokens) > 0,
+		ForwardPorts: fwd, SSHAgent: cfg.SSHAgent})
 	if err != nil {
 		return provision.Bundle{}, hint.With(err, "the values above come from the configuration and the host user name")
 	}

@@ -7,13 +7,18 @@ package session
 // the guest's sshd. Lima's own ssh.config skips all of that.
 //
 // Rules:
-//   - Nothing reaches the guest's sshd before the guard check passed: the relay's TCP
-//     connection is dialled after it, so a refused connection never opens one.
+//   - Nothing reaches the guest's sshd before the guard check passed: the editor's channel is
+//     opened after it, so a refused connection never opens one.
+//   - The editor's connection is tunnelled through a direct-tcpip channel of git corral's own
+//     connection to the guest's 127.0.0.1:22, so the guest's sshd sees it come from 127.0.0.1
+//     and holds it to the editor's limits (provision/sshdconf.go): ssh -L only to a guest port
+//     `ports` names, no ssh -R, unix-socket, X11 or tun forwards, an agent only with ssh_agent.
+//     The connection holder refuses TCP channels, so the relay dials the box itself.
 //   - A refusal is audited as a guard failure and said on stderr (ssh shows the ProxyCommand's
 //     stderr); stdout carries only the SSH stream.
 //   - The launch record names the connection ("ssh (editor connection)"); the exit record its
 //     duration. What runs inside the connection is the editor's: git corral sees only
-//     encrypted bytes and cannot audit or filter the commands or port forwards in it.
+//     encrypted bytes and cannot audit the commands in it.
 
 import (
 	"context"
@@ -21,12 +26,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/internal/hint"
+	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -46,9 +51,8 @@ func (b *Box) Relay(ctx context.Context, st Streams) error {
 	if err != nil {
 		return hint.With(err, "'git corral logs' shows what Lima said")
 	}
-	_, gerr := b.guardCheck(ctx, c, false, nil)
-	c.Close()
-	if gerr != nil {
+	defer c.Close()
+	if _, gerr := b.guardCheck(ctx, c, false, nil); gerr != nil {
 		return b.guardFailed(ctx, lg, rec, gerr)
 	}
 	launch := rec
@@ -57,21 +61,28 @@ func (b *Box) Relay(ctx context.Context, st Streams) error {
 		return hint.With(fmt.Errorf("refusing to connect unaudited: %w", err), "free space for $CORRAL_HOME/logs, then connect again")
 	}
 	began := time.Now()
-	code, err := relay(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), st)
+	code, err := relay(ctx, c, b.guestSSHDAddr(), st)
 	exit := rec
 	exit.Event, exit.ExitCode, exit.DurationMs = audit.EventExit, &code, time.Since(began).Milliseconds()
 	lg.Append(context.WithoutCancel(ctx), exit)
 	return err
 }
 
-// relay copies between st and a TCP connection to addr until the guest closes its side (or the
-// client its stdin and then the guest its side). code is 0 for a connection that ended, 1 for
-// one that could not be made.
-func relay(ctx context.Context, addr string, st Streams) (int, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+// guestSSHDAddr is where b's editor connections are tunnelled to in the guest.
+func (b *Box) guestSSHDAddr() string {
+	if b.guestSSHD != "" {
+		return b.guestSSHD
+	}
+	return vm.GuestSSHDAddr
+}
+
+// relay copies between st and a direct-tcpip channel on c to addr until the guest closes its
+// side (or the client its stdin and then the guest its side). code is 0 for a connection that
+// ended, 1 for one that could not be made.
+func relay(ctx context.Context, c *vm.Client, addr string, st Streams) (int, error) {
+	conn, err := c.DialGuestTCP(ctx, addr)
 	if err != nil {
-		return 1, fmt.Errorf("connect to the box's sshd at %s: %w", addr, err)
+		return 1, fmt.Errorf("connect to the box's sshd: %w", err)
 	}
 	defer conn.Close()
 	var wg sync.WaitGroup
@@ -79,12 +90,12 @@ func relay(ctx context.Context, addr string, st Streams) (int, error) {
 	go func() {
 		defer wg.Done()
 		io.Copy(conn, st.Stdin)
-		if tc, ok := conn.(*net.TCPConn); ok {
-			tc.CloseWrite() // the client is done sending; the guest may still answer
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite() // the client is done sending; the guest may still answer
 		}
 	}()
 	_, err = io.Copy(st.Stdout, conn)
-	if errors.Is(err, net.ErrClosed) {
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) {
 		err = nil
 	}
 	return 0, err
@@ -92,3 +103,17 @@ func relay(ctx context.Context, addr string, st Streams) (int, error) {
 
 // Endpoint is the guest sshd's endpoint of the running box b (for ssh-config).
 func (b *Box) Endpoint() (vm.Endpoint, error) { return b.endpoint() }
+
+// editorPorts returns the guest ports of cfg's `ports` entries: the only ports an editor's
+// connection may forward to (provision.Options.ForwardPorts).
+func editorPorts(cfg *policy.Config) ([]int, error) {
+	ps, err := policy.ParsePorts(cfg.Ports)
+	if err != nil {
+		return nil, hint.With(fmt.Errorf("render the guest sshd configuration: %w", err), "fix the ports entry named above in the trusted configuration")
+	}
+	var out []int
+	for _, p := range ps {
+		out = append(out, p.Guest)
+	}
+	return out, nil
+}

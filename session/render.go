@@ -51,9 +51,14 @@ func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
+	fwd, err := editorPorts(cfg) // editor.go
+	if err != nil {
+		return nil, provision.Bundle{}, err
+	}
 	bundle, err := provision.Render(provision.Options{
 		Network: cfg.Network, User: vm.GuestUser(), ProjectDir: p.TopLevel, BrokerPort: brokerPort,
 		GitShadowScript: script, CoverScript: coverSh, Packages: cfg.Packages, Repo: repo, GitCredentialHelper: len(cfg.GitTokens) > 0,
+		ForwardPorts: fwd, SSHAgent: cfg.SSHAgent,
 	})
 	return plan, bundle, hint.With(err, "the values above come from the repository, its config and the host user name")
 }

@@ -83,6 +83,8 @@ type Box struct {
 	// guardSocket is the guard daemon's socket in the guest; "" is provision.GuardSocketPath
 	// (tests point it at a stand-in daemon).
 	guardSocket string
+	// guestSSHD is where Relay tunnels an editor's connection; "" is vm.GuestSSHDAddr (editor.go).
+	guestSSHD string
 }
 
 // guardSocketPath is where b's guard daemon answers.

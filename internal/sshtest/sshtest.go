@@ -43,6 +43,9 @@ type Options struct {
 	// sshd then refuses signal requests for the session.
 	ForceCommand string
 	MaxSessions  int // sshd MaxSessions; 0: sshd's default (10)
+	// Extra is appended to sshd_config as it is, after every line above: a rendered
+	// configuration under test (a Match block must come last).
+	Extra string
 }
 
 // Server is a running sshd.
@@ -169,6 +172,7 @@ func (s *Server) config() string {
 		"PrintLastLog no",
 		forceCommand(s.Opts.ForceCommand),
 		maxSessions(s.Opts.MaxSessions),
+		s.Opts.Extra,
 	}, "\n") + "\n"
 }
 
