@@ -21,7 +21,7 @@ run_suite() { # name, then the go test arguments
 }
 
 rc=0
-run_suite unit -count=1 ${GOTESTFLAGS:-} ./... || rc=1
+run_suite unit -count=1 -timeout 30m ${GOTESTFLAGS:-} ./... || rc=1
 # The real-box tests outside ./e2e, opt-in in the unit suite because they boot a VM or a kernel:
 # the git shadow on a real box (gitshadow TestLimaBox) and the real KVM probe (vm
 # TestProbeKVMLive; on a machine without a usable /dev/kvm it runs what it can and says so). They
