@@ -63,6 +63,10 @@ type Rendered struct {
 	// GitMounts counts the mounts besides the project's; a box with any cannot resume a saved
 	// state (stateCapable).
 	GitMounts int
+	// Cover is true when the box hides paths or keeps box_dirs (provision.CoverScriptName):
+	// its cover script fails when run at a golden-state resume (seen on a real box; a boot
+	// runs it fine), so such a box boots instead (stateCapable).
+	Cover bool
 }
 
 // RenderBox renders and validates spec's template the way Ensure would, with tcg as given.
@@ -88,7 +92,8 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	if err := Validate(b, m.Home.BoxTemplate(spec.Box)); err != nil {
 		return Rendered{}, err
 	}
-	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt, ExtraMounts: len(spec.ExtraMounts), GitMounts: len(spec.GitMounts)}, nil
+	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt, ExtraMounts: len(spec.ExtraMounts), GitMounts: len(spec.GitMounts),
+		Cover: hasScript(spec.Bundle, provision.CoverScriptName)}, nil
 }
 
 // DecideTCG runs (or reads) the KVM probe for img and sets m.TCG, printing the one-line notice
@@ -243,6 +248,9 @@ func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (str
 		if spec.Golden && r.GitMounts > 0 && spec.Notice != nil {
 			spec.Notice(noGoldenGitMounts(spec.Box))
 		}
+		if spec.Golden && r.Cover && spec.Notice != nil {
+			spec.Notice("box " + spec.Box + " hides paths or keeps box_dirs: it boots from scratch instead of resuming a golden state (about a minute more, once)")
+		}
 		return "", m.Create(ctx, spec.Box, r.YAML, spec.Progress)
 	}
 	key := GoldenKey(r.Image, spec.Config, spec.Bundle, spec.GoldenBox(r))
@@ -257,4 +265,14 @@ func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (str
 func (spec BoxSpec) GoldenBox(r Rendered) GoldenBox {
 	return GoldenBox{ProjectDir: spec.ProjectDir, BrokerPort: spec.BrokerPort, AgentMounts: spec.Agents.Standard(),
 		State: stateCapable(r, spec.NoProjectMount) && standardDevices(spec.Agents) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == ""}
+}
+
+// hasScript reports whether b has a script named name.
+func hasScript(b provision.Bundle, name string) bool {
+	for _, sc := range b.Scripts {
+		if sc.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -123,9 +123,10 @@ func (m *Manager) qemuEnv(state string) ([]string, error) {
 }
 
 // stateCapable reports whether a box rendered as r can share a golden state: QEMU with the
-// project on 9p and no extra or git mount (the device set of the build box).
+// project on 9p and no extra or git mount (the device set of the build box), and no cover
+// script (Rendered.Cover).
 func stateCapable(r Rendered, noProjectMount bool) bool {
-	return !noProjectMount && r.MountType == limayaml.NINEP && runtime.GOOS == "linux" && r.ExtraMounts == 0 && r.GitMounts == 0
+	return !noProjectMount && r.MountType == limayaml.NINEP && runtime.GOOS == "linux" && r.ExtraMounts == 0 && r.GitMounts == 0 && !r.Cover
 }
 
 // newNonce returns 16 random hex digits.
