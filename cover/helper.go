@@ -17,9 +17,10 @@ const HelperPath = "/run/corral/cover-hide"
 // away), then covers the path with the empty root-owned placeholder of its type, read-only.
 // A path or directory already mounted over is left as it is, so it can run again.
 //
-// It never follows a name the box user may have planted: each path is opened with O_NOFOLLOW
-// (a symlink fails), O_NONBLOCK (a FIFO cannot block it) and must be a regular file or a
-// directory; the handle must be the inode lstat saw; the mount is made onto the handle
+// It never follows a name the box user may have planted: each path must be a regular file or a
+// directory (lstat: a symlink or a FIFO is refused), then is opened as a handle with O_PATH (no
+// read access needed, a FIFO cannot block it) and O_NOFOLLOW; the handle must be the inode
+// lstat saw, of the same type (a name swapped meanwhile fails); the mount is made onto the handle
 // (/proc/self/fd/N, not canonicalized), so a name swapped after the check cannot redirect it;
 // and after mounting, the path must show the placeholder (or, pinned, be a mount point). Any
 // failure exits non-zero with one line on standard error: the caller refuses the session.
@@ -27,7 +28,9 @@ const helperText = `#!/usr/bin/perl
 # git corral: cover one hidden path (rendered by package cover; installed by the boot script).
 use strict;
 use warnings;
-use Fcntl qw(O_RDONLY O_NOFOLLOW O_NONBLOCK O_NOCTTY F_GETFD F_SETFD FD_CLOEXEC S_ISREG S_ISDIR);
+use Fcntl qw(O_NOFOLLOW F_GETFD F_SETFD FD_CLOEXEC S_ISREG S_ISDIR);
+
+use constant O_PATH => 010000000;    # Linux, x86_64 and arm64 alike; Fcntl does not export it
 
 $ENV{PATH} = '/usr/sbin:/usr/bin:/sbin:/bin';
 my $STATE = '{{STATE}}';
@@ -75,7 +78,7 @@ sub cover {
 	my $dir = S_ISDIR($l[2]);
 	fail("$p: not a regular file or a directory") unless $dir || S_ISREG($l[2]);
 	fail("$p: not a directory") if $how eq 'pin' && !$dir;
-	sysopen(my $fh, $p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) or fail("$p: cannot open: $!");
+	sysopen(my $fh, $p, O_PATH | O_NOFOLLOW) or fail("$p: cannot open: $!");
 	my @h = stat $fh or fail("$p: $!");
 	fail("$p: changed while it was checked") if $h[0] != $l[0] || $h[1] != $l[1] || $h[2] != $l[2];
 	my $flags = fcntl($fh, F_GETFD, 0) // fail("$p: $!");
@@ -97,8 +100,9 @@ sub cover {
 }
 `
 
-// helperScript renders the helper for the project directory top.
-func helperScript(top string) (string, error) {
+// HelperScript renders the helper for the project directory top (the boot script installs it
+// at HelperPath; tests of the guard daemon install it themselves).
+func HelperScript(top string) (string, error) {
 	if strings.ContainsAny(top, "\x00\n") {
 		return "", fmt.Errorf("render the cover helper: project directory %q cannot be one line", top)
 	}
