@@ -87,7 +87,7 @@ func runLater(t *testing.T, c laterCase, withHelper bool) string {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	b.WriteString("set -u\ncd \"$1\"\nsh \"$2\" >/dev/null || { echo SCRIPT-FAILED; exit 1; }\n")
+	b.WriteString("set -u\ncd \"$1\"\n" + nsRunCorral + "sh \"$2\" >/dev/null || { echo SCRIPT-FAILED; exit 1; }\n")
 	b.WriteString("runuser -u nobody -- env T=\"$3\" sh -c " + shq(c.sh) + " || echo BOX-FAILED\n")
 	if withHelper {
 		b.WriteString("rc=0; for p in later.env laterdir sub/later.env; do if [ -e \"$p\" ] || [ -L \"$p\" ]; then perl " + HelperPath + " \"$1/$p\" || rc=$?; fi; done; echo \"HELPER=$rc\"\n")
