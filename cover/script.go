@@ -117,7 +117,7 @@ func (p *Plan) BootScript(user string) (string, error) {
 	var b strings.Builder
 	b.WriteString(scriptHead)
 	b.WriteString("user=" + u + "\n")
-	h, err := helperScript(p.TopLevel)
+	h, err := HelperScript(p.TopLevel)
 	if err != nil {
 		return "", err
 	}
