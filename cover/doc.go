@@ -1,8 +1,9 @@
 // Package cover plans what the guest mounts over paths of a mounted project at every boot: the
 // `hide` key's placeholders and the `box_dirs` key's directories on the box's own disk. It
 // resolves each configured path on the host (Resolve), renders the root boot script that makes
-// the mounts and records what the guest guard checks must find (Plan.BootScript), and names the
-// expectations file those checks read (ExpectPath).
+// the mounts and records what the guest guard checks must find (Plan.BootScript), the root
+// helper that covers one path (HelperScript), and names the expectations file those checks read
+// (ExpectPath).
 //
 // It owns: the rules a hide or box_dirs path must meet at session start, the guest script, and
 // the expectations format. It does not own: loading the keys (package policy validates them as
@@ -32,10 +33,13 @@
 //     The mount is a boundary only where the box user cannot
 //     unmount it: broker and offline modes. In full mode the box user has sudo, so there it is
 //     hygiene (kept out of an agent's way), not a boundary.
-//   - A hidden path missing at boot cannot be mounted over. It is not refused (a hide list is
-//     written for files that come and go, like .env): the script records it as absent, and the
-//     guard checks refuse any later session while it exists unhidden, until the next boot hides
-//     it ('git corral stop', then start). Hiding the parent instead would hide more than asked.
+//   - A hidden path missing at boot cannot be mounted over then. It is not refused (a hide list
+//     is written for files that come and go, like .env): the script records it as absent. When
+//     it appears, the guard daemon (root) covers it at the next session start with the same
+//     helper the boot script uses (HelperPath, HelperScript: one implementation, through a
+//     handle, never following a planted symlink); the in-band checks, which run as the box user
+//     and cannot mount, refuse the session while it is there unhidden, until the daemon or the
+//     next boot hides it. Hiding the parent instead would hide more than asked.
 //   - The script's text depends only on the configured paths, never on what exists on the host,
 //     so it does not change when files come and go; the guest decides at each boot.
 //   - A box_dirs directory lives at /var/lib/corral/cover/box-dirs/<hash of its path>, owned by

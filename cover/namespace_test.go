@@ -78,7 +78,7 @@ func nsFixture(t *testing.T) string {
 func runInNamespace(t *testing.T, top, script, user string) string {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString("set -u\ncd \"$1\"\n")
+	b.WriteString("set -u\ncd \"$1\"\n" + nsRunCorral)
 	if script != "" {
 		b.WriteString("mount --bind config/shadowed.txt config/shadowed.txt && mount --make-private config/shadowed.txt && mount -o remount,bind,ro config/shadowed.txt\n")
 		b.WriteString("sh \"$2\" || { echo SCRIPT-FAILED; exit 1; }\nsh \"$2\" >/dev/null || { echo SECOND-RUN-FAILED; exit 1; }\n")
@@ -98,6 +98,10 @@ func runInNamespace(t *testing.T, top, script, user string) string {
 	}
 	return string(out)
 }
+
+// nsRunCorral gives the namespace a /run/corral of its own, so that runs at the same time (other
+// tests, other checkouts) do not replace each other's expectations file and helper.
+const nsRunCorral = "mkdir -p /run/corral && mount -t tmpfs -o mode=0755 tmpfs /run/corral || exit 1\n"
 
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 

@@ -35,6 +35,7 @@ set -eu
 umask 022
 state=` + GuestStateDir + `
 expect=` + ExpectPath + `
+helper=` + HelperPath + `
 
 fail() {
 	echo "cover: $*" >&2
@@ -50,25 +51,15 @@ check_real() {
 	[ "$real" = "$1" ] || fail "$1: reached through a symlink ($real)"
 }
 
-# hide covers $1 with the empty placeholder of its type, read-only, or records it absent.
+# hide covers $1 with the empty placeholder of its type, read-only, through the helper (the
+# guard daemon runs the same helper for a path that appears later), or records it absent.
 hide() {
 	if [ ! -e "$1" ] && [ ! -L "$1" ]; then
 		echo "absent $1" >>"$expect.tmp"
 		return 0
 	fi
 	check_real "$1"
-	if ! is_mounted "$1"; then
-		if [ -d "$1" ]; then
-			src=$state/empty-dir
-		elif [ -f "$1" ]; then
-			src=$state/empty-file
-		else
-			fail "$1: not a regular file or a directory"
-		fi
-		mount --bind -- "$src" "$1" || fail "$1: cannot hide"
-		mount --make-private -- "$1" || fail "$1: cannot make private"
-		mount -o remount,bind,ro -- "$1" || fail "$1: cannot make read-only"
-	fi
+	perl "$helper" "$1" || fail "$1: cannot hide"
 	echo "hide $1" >>"$expect.tmp"
 }
 
@@ -126,6 +117,12 @@ func (p *Plan) BootScript(user string) (string, error) {
 	var b strings.Builder
 	b.WriteString(scriptHead)
 	b.WriteString("user=" + u + "\n")
+	h, err := HelperScript(p.TopLevel)
+	if err != nil {
+		return "", err
+	}
+	b.WriteString("rm -f -- \"$helper\"\ncat >\"$helper.tmp\" <<'CORRAL_COVER_HELPER'\n" + h + "CORRAL_COVER_HELPER\n")
+	b.WriteString("chown 0:0 \"$helper.tmp\"\nchmod 0700 \"$helper.tmp\"\nmv -f -- \"$helper.tmp\" \"$helper\"\n")
 	for _, d := range p.pinDirs() {
 		q, err := shellquote.Line(path.Join(p.TopLevel, d))
 		if err != nil {

@@ -50,3 +50,28 @@ func TestBootScriptRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestHelperScriptQuotes: a project directory holding a quote, a backslash and a dollar sign
+// reaches the helper as itself (the helper names it when refusing a path outside it), and one
+// holding a newline is refused.
+func TestHelperScriptQuotes(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Fatalf("perl is needed: %v", err)
+	}
+	top := `/home/u/it's a \ $repo @x`
+	h, err := HelperScript(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "cover-hide")
+	if err := os.WriteFile(f, []byte(h), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("perl", f, "/elsewhere/x").CombinedOutput()
+	if want := "cover: /elsewhere/x: not a clean path under " + top + "\n"; err == nil || string(out) != want {
+		t.Errorf("helper outside its top level: %v, %q; want a refusal %q", err, out, want)
+	}
+	if _, err := HelperScript("/p\nq"); err == nil {
+		t.Errorf("a project directory with a newline was rendered")
+	}
+}

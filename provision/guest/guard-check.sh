@@ -208,7 +208,8 @@ check_shadow() {
 
 # check_cover verifies the hide and box_dirs mounts (package cover): each "hide PATH" covered,
 # every mount there read-only; each "boxdir PATH" mounted; each "absent PATH" (a hidden path
-# missing at boot) still missing, since nothing covers it until the next boot.
+# missing at boot) still missing or, once the guard daemon covered it, covered read-only. This
+# check cannot cover a path itself: it refuses one that is there unhidden.
 check_cover() {
 	[ "$COVER_EXPECTED" = 1 ] || return 0
 	if [ ! -f "$COVER_EXPECT" ] || [ "$(stat -c %u "$COVER_EXPECT")" != 0 ]; then
@@ -228,7 +229,15 @@ check_cover() {
 			;;
 		boxdir) [ -n "$all" ] || fail "box_dirs directory $p is not mounted from the box's disk" ;;
 		pin) [ -n "$all" ] || fail "directory $p holding a hidden path is not pinned" ;;
-		absent) if [ -e "$p" ] || [ -L "$p" ]; then fail "hidden path $p appeared after the box booted; it is hidden from the next boot on"; fi ;;
+		absent)
+			if [ -L "$p" ] || { [ -e "$p" ] && [ -z "$all" ]; }; then
+				fail "hidden path $p appeared after the box booted and is not hidden: this check cannot hide it; the guard daemon does at the next session start, or restart the box"
+			elif [ -e "$p" ]; then
+				for o in $all; do
+					case ",$o," in *,ro,*) ;; *) fail "hidden path $p is covered writable ($o)" ;; esac
+				done
+			fi
+			;;
 		esac
 	done <"$COVER_EXPECT"
 }

@@ -26,6 +26,7 @@ my @ROOTS     = split ' ', {{.RootPaths}};
 my @SOCKETS   = split ' ', {{.Sockets}};
 my $ATTEST    = '/run/corral/attest';
 my $EXPECT    = '/run/corral/shadow.expect';
+my $COVER_HIDE = '/run/corral/cover-hide';    # package cover's HelperPath
 my $SOCK      = $ARGV[0] // '/run/corral/guard.sock';
 
 $ENV{PATH} = '/usr/sbin:/usr/bin:/sbin:/bin';
@@ -94,6 +95,7 @@ sub report {
 		push @f, "boot-time attestation $ATTEST is writable by the box user" if @st && -f _ && owned_or_writable(\@st, $puid, \%member);
 	}
 
+	push @f, cover_late($pid) if $COVER eq '1';    # before the mounts are read: cover() checks its work
 	my (%opts, @sshfs);
 	for (lines("/proc/$pid/mountinfo")) {
 		my @x = split / /;
@@ -156,7 +158,8 @@ sub report {
 
 # cover checks the hide and box_dirs mounts (package cover) against /run/corral/cover.expect,
 # as guard-check.sh's check_cover does: "hide PATH" covered and read-only, "boxdir PATH"
-# mounted, "absent PATH" still missing. It returns the failures.
+# mounted, "absent PATH" still missing or, once cover_late covered it, covered and read-only.
+# It returns the failures.
 sub cover {
 	my ($opts) = @_;
 	my $file = '/run/corral/cover.expect';
@@ -170,7 +173,16 @@ sub cover {
 		$n++;
 		(my $e = $p) =~ s/([\\ \t\n])/sprintf('\\%03o', ord $1)/ge;
 		if ($kind eq 'absent') {
-			push @f, "hidden path $p appeared after the box booted; it is hidden from the next boot on" if -e $p || -l $p;
+			next unless -e $p || -l $p;
+			if (!exists $opts->{$e}) {
+				push @f, "hidden path $p appeared after the box booted and is not hidden: the guard daemon hides it"
+				  . " at session start only for a session in the box's main mount namespace; otherwise restart the box"
+				  . " ('git corral stop', then start)";
+				next;
+			}
+			for my $o (split ' ', $opts->{$e}) {
+				if (",$o," !~ /,ro,/) { push @f, "hidden path $p is covered writable ($o)"; last }
+			}
 		} elsif (!exists $opts->{$e}) {
 			push @f, $kind eq 'hide' ? "hidden path $p is not hidden"
 			  : $kind eq 'pin' ? "directory $p holding a hidden path is not pinned"
@@ -183,6 +195,54 @@ sub cover {
 	}
 	push @f, "hide and box_dirs expectations $file are empty" unless $n;
 	return @f;
+}
+
+# cover_late hides each path recorded absent at boot that exists now, so that the session
+# starts with it hidden, without a reboot: it runs package cover's helper (the boot script's
+# own, which refuses a symlink, a FIFO or a swapped name) for each. It acts only for a session
+# in PID 1's mount namespace, and enters that namespace to run the helper: a namespace the box
+# user made holds binaries and files the box user chose. It returns the helper's failures.
+sub cover_late {
+	my ($pid) = @_;
+	my @late;
+	for my $line (lines('/run/corral/cover.expect')) {
+		next if $line eq '';
+		my ($kind, $p) = split / /, $line, 2;
+		push @late, $p if $kind eq 'absent' && defined $p && (-e $p || -l $p);
+	}
+	return () unless @late;
+	my ($ns, $init) = (readlink("/proc/$pid/ns/mnt"), readlink('/proc/1/ns/mnt'));
+	return () unless defined $ns && defined $init && $ns eq $init;    # cover() refuses
+	my @st = stat $COVER_HIDE;
+	return ("hidden paths appeared after the box booted, and the helper $COVER_HIDE that hides them"
+		  . " is missing or not root's: restart the box")
+	  unless @st && -f _ && $st[4] == 0 && !($st[2] & 022);
+	my @f;
+	for my $p (@late) {
+		my $err = run_cover_hide($p);
+		push @f, "hidden path $p appeared after the box booted and cannot be hidden: $err" if defined $err;
+	}
+	return @f;
+}
+
+# run_cover_hide runs the helper for $p in PID 1's mount namespace and root directory; undef
+# when it succeeded, else its last line of output.
+sub run_cover_hide {
+	my ($p) = @_;
+	my $kid = open(my $fh, '-|') // return "cannot fork: $!";
+	if (!$kid) {
+		open STDERR, '>&', \*STDOUT;
+		my @ns = ('--mount=/proc/1/ns/mnt', '--root=/proc/1/root', '--wd=/proc/1/root');
+		exec 'nsenter', @ns, '--', 'perl', $COVER_HIDE, $p;
+		print "cannot run nsenter: $!\n";
+		exit 127;
+	}
+	my @out = <$fh>;
+	close $fh;
+	return undef if $? == 0;
+	my $last = @out ? $out[-1] : "exit status $?";
+	$last =~ s/\s+$//;
+	return $last;
 }
 
 # owned_or_writable: the box user owns the file or may write it (the session check's -O or -w).

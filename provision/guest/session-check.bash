@@ -189,7 +189,7 @@ __corral_mount_opts() {
 
 # __corral_cover checks the hide and box_dirs mounts (package cover) as guard-check.sh's
 # check_cover does, in the caller's variables: each "hide PATH" covered and read-only, each
-# "boxdir PATH" mounted, each "absent PATH" still missing.
+# "boxdir PATH" mounted, each "absent PATH" still missing or covered read-only (by the daemon).
 __corral_cover() {
 	local cexpect=/run/corral/cover.expect ncover=0
 	if [[ ! -f $cexpect || -O $cexpect || -w $cexpect ]]; then
@@ -220,7 +220,18 @@ __corral_cover() {
 			;;
 		boxdir) if [[ -z $o ]]; then __corral_fail "box_dirs directory $p is not mounted from the box's disk"; fi ;;
 		pin) if [[ -z $o ]]; then __corral_fail "directory $p holding a hidden path is not pinned"; fi ;;
-		absent) if [[ -e $p || -L $p ]]; then __corral_fail "hidden path $p appeared after the box booted; it is hidden from the next boot on"; fi ;;
+		absent)
+			if [[ -L $p || (-e $p && -z $o) ]]; then
+				__corral_fail "hidden path $p appeared after the box booted and is not hidden: this check cannot hide it; the guard daemon does at the next session start, or restart the box"
+			elif [[ -e $p ]]; then
+				for o in $o; do
+					if [[ ,$o, != *,ro,* ]]; then
+						__corral_fail "hidden path $p is covered writable ($o)"
+						break
+					fi
+				done
+			fi
+			;;
 		esac
 	done
 	if ((ncover == 0)); then __corral_fail "hide and box_dirs expectations $cexpect are empty"; fi
