@@ -97,7 +97,7 @@ type GoldenBox struct {
 // box; the product scripts still carry the network mode, so each mode has its own base.
 func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "golden/4\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
+	fmt.Fprintf(h, "golden/5\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
 	if box.State {
 		fmt.Fprintf(h, "state\x00cpus\x00%d\x00memory\x00%s\x00", cfg.CPUs, cfg.Memory)
 		if box.AgentMounts {

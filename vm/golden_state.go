@@ -149,6 +149,12 @@ func scriptHashes(scripts []provision.Script) []string {
 	return out
 }
 
+// cidataPad is a comment in the seal script that makes the build box's cidata disc larger than
+// any box's that resumes it: the resumed guest keeps the build disc's capacity, so a larger disc
+// would read short (seen on a real box: a repository provision script at the disc's end ran
+// cut off, "end of file unexpected"). The resume refuses a disc larger still.
+var cidataPad = strings.Repeat("# corral-cidata-pad "+strings.Repeat("-", 80)+"\n", 4<<20/101)
+
 // stateSealScript is the state build box's last provision script; see the package comment above.
 // recipe lists the sha256 of the recipe's provision scripts, which have run in the saved memory
 // and are not run again at a resume.
@@ -199,6 +205,17 @@ blockdev --flushbufs /dev/sr0 2>/dev/null || true
 # device instead (its own superblock), uncached; lima-init then finds the mount in place.
 modprobe loop 2>/dev/null || true
 loopdev=$(losetup -r --direct-io=on --sector-size 2048 -f --show /dev/sr0) || { echo "corral: cannot attach the cidata disc to a loop device" >&2; exit 1; }
+# The disc keeps the capacity of the build box's disc (a rescan does not change it): a larger
+# disc of this box would read short, and a provision script at its end would run cut off. The
+# build box's disc is padded (cidataPad) so that this does not happen; a disc larger still
+# stops here, before anything of it runs.
+vol=$(od -An -tu4 -j 32848 -N4 "$loopdev" | tr -d ' ') || vol=0
+need=$((vol * 2048))
+have=$(blockdev --getsize64 "$loopdev")
+if [ "$need" -eq 0 ] || [ "$have" -lt "$need" ]; then
+	echo "corral: the cidata disc reads $have bytes of its $need: this box cannot resume the golden state ('git corral delete --yes', then start with --no-golden)" >&2
+	exit 1
+fi
 install -d -m 0700 /mnt/lima-cidata
 mount -o ro,mode=0700,dmode=0700,overriderockperm,exec,uid=0 "$loopdev" /mnt/lima-cidata || { echo "corral: cannot mount the new cidata disc" >&2; exit 1; }
 grep -q "$(hostname)" /mnt/lima-cidata/meta-data && { echo "corral: the cidata disc still names the build box" >&2; exit 1; }
@@ -245,6 +262,7 @@ exit "$code"
 `
 	body := `#!/bin/sh
 # git corral: seal the golden build box and let the host save its running state (vm/golden_state.go).
+` + cidataPad + `
 ` + sealPreamble + `if [ -s ` + goldenFailuresFile + ` ]; then
 	echo "` + stateFailedLine + nonce + `" >/dev/console
 	cat ` + goldenFailuresFile + ` >/dev/console
