@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -72,13 +73,23 @@ func (m *Manager) beginSession(ctx context.Context, box string, mark sessionMark
 			}
 		}
 	}()
+	// The lock lives as long as f is open. A caller that never calls end (the session holds the
+	// box until its process exits) drops its only reference to f: without this one, the
+	// garbage collector would close f, and with it the lock, in the middle of a long session
+	// (seen on a real box: a box's first session, six minutes of creation, lost its mark and
+	// stop_on_exit's watcher left, e2e TestKeysLifecycle).
+	heldMarks.Store(f, true)
 	return func() {
 		close(stop)
 		now := time.Now()
 		_ = os.Chtimes(p, now, now)
+		heldMarks.Delete(f)
 		f.Close()
 	}, nil
 }
+
+// heldMarks keeps every open session marker reachable (beginSession).
+var heldMarks sync.Map
 
 // IdleBox is a running box gc found idle.
 type IdleBox struct {
