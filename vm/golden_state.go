@@ -152,8 +152,9 @@ func scriptHashes(scripts []provision.Script) []string {
 // cidataPad is a comment in the seal script that makes the build box's cidata disc larger than
 // any box's that resumes it: the resumed guest keeps the build disc's capacity, so a larger disc
 // would read short (seen on a real box: a repository provision script at the disc's end ran
-// cut off, "end of file unexpected"). The resume refuses a disc larger still.
-var cidataPad = strings.Repeat("# corral-cidata-pad "+strings.Repeat("-", 80)+"\n", 4<<20/101)
+// cut off, "end of file unexpected"). The resume refuses a disc larger still. 1 MiB: Lima
+// refuses a template over 4 MiB (limatmpl's yBytesLimit).
+var cidataPad = strings.Repeat("# corral-cidata-pad "+strings.Repeat("-", 80)+"\n", 1<<20/101)
 
 // stateSealScript is the state build box's last provision script; see the package comment above.
 // recipe lists the sha256 of the recipe's provision scripts, which have run in the saved memory

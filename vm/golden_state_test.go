@@ -326,3 +326,12 @@ func TestResumable(t *testing.T) {
 		t.Error("CORRAL_NO_GOLDEN_STATE=1: resumes")
 	}
 }
+
+// TestSealFitsLimaTemplate: the padded seal script leaves the template well under Lima's 4 MiB
+// limit on a template (limatmpl yBytesLimit), which refused a 4 MiB pad on a real box.
+func TestSealFitsLimaTemplate(t *testing.T) {
+	s := stateSealScript("0123456789abcdef", "/home/u/p", nil)
+	if n := len(s.Body); n < 1<<20 || n > 2<<20 {
+		t.Errorf("seal script is %d bytes: want the 1 MiB pad and room under Lima's 4 MiB template limit", n)
+	}
+}
