@@ -44,6 +44,7 @@ type argvWatch struct {
 	execs          int
 	worst          time.Duration         // the longest exec-to-read, or pass-to-pass span when polling
 	polling        bool                  // no connector: worst decides whether a process could be missed
+	todo           chan execEvent        // execs for the reader threads
 	reads          sync.WaitGroup        // readExec goroutines
 	reading        map[int]time.Duration // pid → exec time of a read not finished yet
 	exits          map[int]time.Duration // pid → exit time, seen while its read ran
@@ -70,7 +71,7 @@ func watchArgv(t *testing.T, secret string) *argvWatch {
 	t.Helper()
 	w := &argvWatch{secret: secret, marker: "argv-watch-control-" + randomSecret(t), done: make(chan struct{}),
 		quit: make(chan struct{}), leaks: map[string]bool{}, gone: map[int]time.Duration{},
-		reading: map[int]time.Duration{}, exits: map[int]time.Duration{}, fd: -1}
+		reading: map[int]time.Duration{}, exits: map[int]time.Duration{}, todo: make(chan execEvent, 4096), fd: -1}
 	if err := w.listen(); err != nil {
 		// Not root: pass after pass over /proc instead, and stop says whether they were fast
 		// enough to promise anything.
@@ -125,18 +126,11 @@ func (w *argvWatch) listen() error {
 func (w *argvWatch) run() {
 	defer close(w.done)
 	defer syscall.Close(w.fd)
-	runtime.LockOSThread() // the thread ends with the goroutine: its scheduling class goes with it
-	// Best effort, both: the exit events judge a late read anyway. SCHED_FIFO is refused in a
-	// cgroup without a real-time budget (cgroup v1 with RT group scheduling); the highest
-	// priority of the normal class is not.
-	fifo := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 10}
-	w.sched = "SCHED_FIFO"
-	if err := unix.SchedSetAttr(0, &fifo, 0); err != nil {
-		w.sched = "nice 0 (" + err.Error() + ")"
-		if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -20); err == nil {
-			w.sched = "nice -20"
-		}
+	w.sched = urgent()
+	for i := 0; i < argvReaders; i++ {
+		go w.reader()
 	}
+	defer close(w.todo)
 	buf := make([]byte, 64<<10)
 	for {
 		select {
@@ -189,7 +183,7 @@ func (w *argvWatch) events(b []byte) {
 			w.reading[pid] = ts
 			w.mu.Unlock()
 			w.reads.Add(1)
-			go w.readExec(pid, ts)
+			w.todo <- execEvent{pid, ts}
 		case procEventExit:
 			w.exited(pid, ts)
 		}
@@ -211,6 +205,40 @@ func (w *argvWatch) exited(pid int, ts time.Duration) {
 	}
 	delete(w.gone, pid)
 	w.judge(pid, ts-start)
+}
+
+// argvReaders is how many reader threads read command lines at once: one read blocked on a
+// starting process's memory lock holds up only its own thread.
+const argvReaders = 8
+
+// execEvent is one exec to read.
+type execEvent struct {
+	pid int
+	ts  time.Duration
+}
+
+// urgent gives the calling thread (locked to its goroutine) the scheduling that makes it run
+// before the boxes' QEMU threads when it wakes, and says which it got. Best effort: the exit
+// events judge a late read anyway. SCHED_FIFO is refused in a cgroup without a real-time
+// budget (cgroup v1 with RT group scheduling); the highest priority of the normal class is not.
+func urgent() string {
+	runtime.LockOSThread() // the thread ends with the goroutine: its scheduling class goes with it
+	fifo := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 10}
+	if err := unix.SchedSetAttr(0, &fifo, 0); err == nil {
+		return "SCHED_FIFO"
+	}
+	if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -20); err == nil {
+		return "nice -20"
+	}
+	return "nice 0"
+}
+
+// reader reads the command lines of execs from todo until it is closed.
+func (w *argvWatch) reader() {
+	urgent()
+	for ev := range w.todo {
+		w.readExec(ev.pid, ev.ts)
+	}
 }
 
 // readExec reads the command line of a process that exec'd at ts (monotonic); one it could
