@@ -36,23 +36,7 @@ func TestSSHDConfRefusesBadPorts(t *testing.T) {
 
 // echoListener accepts on 127.0.0.1 (or a unix socket) and answers every connection with name.
 func echoListener(t *testing.T, network, addr, name string) net.Listener {
-	t.Helper()
-	l, err := net.Listen(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, name)
-			c.Close()
-		}
-	}()
-	return l
+	return sshtest.Answer(t, network, addr, name)
 }
 
 // sshFrom logs in to srv from the local address src (127.0.0.1: an editor's path; 127.0.0.2:

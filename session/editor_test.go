@@ -72,22 +72,7 @@ func editorSession(srv *sshtest.Server, conn net.Conn, allowed, other string) (s
 
 // answerOn listens on 127.0.0.1 and answers every connection with name.
 func answerOn(t *testing.T, name string) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, name)
-			c.Close()
-		}
-	}()
-	return l.Addr().String()
+	return sshtest.Answer(t, "tcp", "127.0.0.1:0", name).Addr().String()
 }
 
 // TestRelayOnlyAfterGuard: an editor's connection through ssh-proxy reaches the guest's sshd

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -419,4 +420,27 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Answer listens on network/addr (e.g. "tcp", "127.0.0.1:0", or a unix socket path) and answers
+// every connection with name, then closes it: the far end of a forward, counted by what the
+// client reads. It is closed when the test ends.
+func Answer(t testing.TB, network, addr, name string) net.Listener {
+	t.Helper()
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, name)
+			c.Close()
+		}
+	}()
+	return l
 }
