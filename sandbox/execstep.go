@@ -72,13 +72,11 @@ func execStep() int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	// The address-space limit comes last, right before exec: set earlier, the Go runtime's own
-	// next heap mapping (Landlock's rules, the report) could fail against it and crash this
-	// step instead of limiting the command (seen as "runtime: out of memory" under load).
-	if err := setMemoryLimit(spec.Limits); err != nil {
-		return fail("%v", err)
+	if spec.Limits.Memory > 0 {
+		err = execLimited(spec.Argv, env, uint64(spec.Limits.Memory))
+	} else {
+		err = syscall.Exec(spec.Argv[0], spec.Argv, env)
 	}
-	err = syscall.Exec(spec.Argv[0], spec.Argv, env)
 	code := 126
 	if os.IsNotExist(err) {
 		code = 127
@@ -110,18 +108,7 @@ func fail(format string, args ...any) int {
 // The host turns it into status 1 with the report's message.
 const setupFailed = 1
 
-// setMemoryLimit applies the memory limit (RLIMIT_AS); see its caller for why it is last.
-func setMemoryLimit(l Limits) error {
-	if l.Memory <= 0 {
-		return nil
-	}
-	if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: uint64(l.Memory), Max: uint64(l.Memory)}); err != nil {
-		return fmt.Errorf("set memory limit to %d: %w", l.Memory, err)
-	}
-	return nil
-}
-
-// setRlimits applies the per-process limits but memory (setMemoryLimit).
+// setRlimits applies the per-process limits but memory (execLimited).
 func setRlimits(l Limits) error {
 	set := func(name string, res int, v uint64) error {
 		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
