@@ -62,24 +62,34 @@ func TestStopOnExitSessionDuringStop(t *testing.T) {
 // signal never touches its marker at the end, whose time may be up to a minute old: idle time
 // still counts from the end the watcher saw.
 func TestIdleStopByItself(t *testing.T) {
+	// Each case returns the earliest moment the session may have ended: the watcher counts
+	// idle_stop from an end it saw, which can come before the test's own clock reads "ended"
+	// (a kill's Wait returns after the watcher has seen the lock go).
 	cases := []struct {
 		name string
-		end  func(w *watchEnv)
+		end  func(w *watchEnv) time.Time
 	}{
-		{"session ends normally", func(w *watchEnv) { must(t, w.session("1500ms", false, "0s").Wait()) }},
-		{"session killed, its marker an hour old", func(w *watchEnv) {
+		{"session ends normally", func(w *watchEnv) time.Time {
+			must(t, w.session("1500ms", false, "0s").Wait())
+			// The session touched its marker as it ended.
+			fi, err := os.Stat(w.h.BoxSessionMark(w.box))
+			must(t, err)
+			return fi.ModTime()
+		}},
+		{"session killed, its marker an hour old", func(w *watchEnv) time.Time {
 			s := w.session("1500ms", false, "forever")
 			old := time.Now().Add(-time.Hour)
 			must(t, os.Chtimes(w.h.BoxSessionMark(w.box), old, old))
 			time.Sleep(300 * time.Millisecond) // the watcher sees the session alive
+			ended := time.Now()
 			kill(t, s)
+			return ended
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWatchEnv(t)
-			c.end(w)
-			ended := time.Now()
+			ended := c.end(w)
 			w.stillRunning(500*time.Millisecond, "before idle_stop passed")
 			w.waitStopped(15 * time.Second)
 			if d := time.Since(ended); d < 1500*time.Millisecond {

@@ -71,9 +71,9 @@ func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration, onS
 	defer t.Stop()
 	// Only a session starts a watcher: one was alive when it started, even if it ended before
 	// the first poll.
-	lastBusy, stopped := time.Now(), false
+	seen, stopped := watchSeen{busy: true, at: time.Now()}, false
 	for {
-		r, done := m.watchOnce(ctx, box, &lastBusy)
+		r, done := m.watchOnce(ctx, box, &seen)
 		if r.Stopped {
 			stopped, done = true, false
 			if onStop != nil {
@@ -99,17 +99,29 @@ func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration, onS
 	}
 }
 
-// watchOnce is one poll: done is true when the watcher should end, with why. lastBusy is when
-// this watcher last saw a session hold the marker: a session that ends by a signal never
-// touches the marker at its end, and its mtime may be up to a minute (sessionTouch) older.
-func (m *Manager) watchOnce(ctx context.Context, box string, lastBusy *time.Time) (WatchResult, bool) {
+// watchSeen is what the watcher saw at its last poll: whether a session held the marker, and
+// when the box was last known busy.
+type watchSeen struct {
+	busy bool
+	at   time.Time
+}
+
+// watchOnce is one poll: done is true when the watcher should end, with why. A session that
+// ends by a signal never touches the marker at its end, and its mtime may be up to a minute
+// (sessionTouch) older: the idle time then counts from the first poll that saw no session
+// after one that saw it (the end lies between the two; counting from the later one never
+// stops a box before idle_stop has passed since the session's end).
+func (m *Manager) watchOnce(ctx context.Context, box string, seen *watchSeen) (WatchResult, bool) {
 	s := m.readSession(box, 0)
 	if s.busy {
-		*lastBusy = time.Now()
+		*seen = watchSeen{busy: true}
 		return WatchResult{}, false
 	}
-	if lastBusy.After(s.since) {
-		s.since = *lastBusy
+	if seen.busy {
+		*seen = watchSeen{at: time.Now()}
+	}
+	if seen.at.After(s.since) {
+		s.since = seen.at
 	}
 	st, err := m.Inspect(box)
 	if err != nil || st.Status != "Running" {
