@@ -238,8 +238,13 @@ func LogoutAgent(h home.Home, box, name string) error {
 	return nil
 }
 
-// RemoveAgentState removes box's whole agent state and seed marks (when the box is deleted).
+// RemoveAgentState removes box's whole agent state and seed marks (git corral delete). A
+// symlink the box planted in its state directory is removed, never followed (os.RemoveAll
+// unlinks it); a box name that is not one path element is refused before anything is removed.
 func RemoveAgentState(h home.Home, box string) error {
+	if box == "" || box == "." || box == ".." || strings.ContainsAny(box, `/\`+"\x00") {
+		return fmt.Errorf("remove agent state: box name %q is not one path element", box)
+	}
 	for _, a := range agents.Catalogue() {
 		_ = os.Remove(seededMark(h, box, a.Name))
 	}
