@@ -4,7 +4,9 @@ package agents
 //   - every agent names an exact default version (never a range or a dist-tag), overridable
 //     only by trusted configuration (policy key agent_versions);
 //   - Bin is a path inside the extracted package, never a shell command;
-//   - StateDirs are relative to the box user's home and never contain "..".
+//   - StateDirs and StateFiles are relative to the box user's home and never contain "..";
+//     the catalogue says which are directories and which are files (nothing guesses it from
+//     a name).
 
 import (
 	"fmt"
@@ -75,8 +77,10 @@ type Agent struct {
 	NeedsNode bool
 	// AuthEnv are the environment variables that carry the agent's credentials.
 	AuthEnv []string
-	// StateDirs are the agent's state paths relative to the box user's home.
+	// StateDirs are the agent's state directories relative to the box user's home (.claude).
 	StateDirs []string
+	// StateFiles are the agent's state files relative to the box user's home (.claude.json).
+	StateFiles []string
 	// APIHosts are the hosts the agent must reach to work (for the broker's allow list).
 	APIHosts []string
 }
@@ -93,8 +97,8 @@ var catalogue = []Agent{
 		Name: "claude", Package: "@anthropic-ai/claude-code", DefaultVersion: "2.1.330",
 		Platform: SuffixPackage, Bin: "bin/claude.exe", PlatformBin: "claude",
 		AuthEnv:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
-		StateDirs: []string{".claude", ".claude.json"},
-		APIHosts:  []string{"api.anthropic.com", "claude.ai", "console.anthropic.com", "statsig.anthropic.com"},
+		StateDirs: []string{".claude"}, StateFiles: []string{".claude.json"},
+		APIHosts: []string{"api.anthropic.com", "claude.ai", "console.anthropic.com", "statsig.anthropic.com"},
 	},
 	{
 		Name: "codex", Package: "@openai/codex", DefaultVersion: "0.171.0",
@@ -166,8 +170,28 @@ func (a Agent) Program(p Platform) string {
 func (a Agent) clone() Agent {
 	a.AuthEnv = slices.Clone(a.AuthEnv)
 	a.StateDirs = slices.Clone(a.StateDirs)
+	a.StateFiles = slices.Clone(a.StateFiles)
 	a.APIHosts = slices.Clone(a.APIHosts)
 	return a
+}
+
+// StatePath is one of an agent's state paths, relative to the box user's home.
+type StatePath struct {
+	Rel string
+	// Dir says the path is a directory (StateDirs), else a file (StateFiles).
+	Dir bool
+}
+
+// StatePaths returns every state path of the agent: its directories, then its files.
+func (a Agent) StatePaths() []StatePath {
+	out := make([]StatePath, 0, len(a.StateDirs)+len(a.StateFiles))
+	for _, d := range a.StateDirs {
+		out = append(out, StatePath{Rel: d, Dir: true})
+	}
+	for _, f := range a.StateFiles {
+		out = append(out, StatePath{Rel: f})
+	}
+	return out
 }
 
 // CheckPin checks a trusted version pin (agent_versions): a catalogue agent and an exact

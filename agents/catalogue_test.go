@@ -3,6 +3,7 @@ package agents
 import (
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,14 +32,44 @@ func TestCatalogue(t *testing.T) {
 				t.Errorf("%s: auth variable %q", a.Name, e)
 			}
 		}
-		for _, d := range a.StateDirs {
+		seen := map[string]bool{}
+		for _, p := range a.StatePaths() {
+			d := p.Rel
 			if path.IsAbs(d) || path.Clean(d) != d || strings.HasPrefix(d, "..") {
 				t.Errorf("%s: state path %q leaves the home directory", a.Name, d)
 			}
+			if seen[d] {
+				t.Errorf("%s: state path %q listed twice (a directory and a file?)", a.Name, d)
+			}
+			seen[d] = true
 		}
 	}
 	if _, err := Lookup("cursor"); err == nil || !strings.Contains(err.Error(), "claude, codex, gemini") {
 		t.Errorf("unknown agent error does not list the catalogue: %v", err)
+	}
+}
+
+// TestStateKinds: the catalogue says which state path is a file and which a directory, and
+// StatePaths hands both on with their kind (the box side no longer guesses from a dot).
+func TestStateKinds(t *testing.T) {
+	claude, _ := Lookup("claude")
+	want := []StatePath{{Rel: ".claude", Dir: true}, {Rel: ".claude.json"}}
+	if got := claude.StatePaths(); !slices.Equal(got, want) {
+		t.Errorf("claude state paths = %v, want %v", got, want)
+	}
+	codex, _ := Lookup("codex")
+	if got := codex.StatePaths(); !slices.Equal(got, []StatePath{{Rel: ".codex", Dir: true}}) {
+		t.Errorf("codex state paths = %v", got)
+	}
+	// A directory name with a dot in it is still a directory, a file without one a file.
+	a := Agent{StateDirs: []string{".config/x.d"}, StateFiles: []string{".xrc"}}
+	if got := a.StatePaths(); !slices.Equal(got, []StatePath{{Rel: ".config/x.d", Dir: true}, {Rel: ".xrc"}}) {
+		t.Errorf("state paths = %v", got)
+	}
+	c := Catalogue()[0]
+	c.StateFiles[0] = "changed"
+	if again, _ := Lookup(c.Name); again.StateFiles[0] == "changed" {
+		t.Error("Catalogue shares StateFiles with the table")
 	}
 }
 

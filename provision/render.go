@@ -41,6 +41,10 @@ const GuardCheckPath = "/usr/local/libexec/corral/guard-check"
 // SessionCheckPath is where the session check (session-check.bash) is installed in the guest.
 const SessionCheckPath = "/usr/local/libexec/corral/session-check"
 
+// AgentBinGuest is where the agent store's launchers are in the guest (vm.AgentBinGuest,
+// which a vm test holds equal); /etc/profile.d/corral-agents.sh puts it on login shells' PATH.
+const AgentBinGuest = "/opt/corral/agents/bin"
+
 // GuardDaemonPath is where the resident guard daemon (guardd.pl) is installed in the guest;
 // GuardSocketPath is where it answers (vm.Client.GuardReport).
 const (
@@ -97,6 +101,8 @@ type guestData struct {
 	InstallFile, Proxy, Packages                 string
 
 	CredentialHelperPath, CredentialHelper, GitConfig string
+
+	AgentBin, AgentsProfile string
 }
 
 // Render returns every guest script of a box, in the order they run at every boot.
@@ -222,6 +228,10 @@ func filesData(d *guestData) error {
 		return err
 	}
 	if d.GuardUnit, err = readGuest("corral-guardd.service"); err != nil {
+		return err
+	}
+	d.AgentBin = AgentBinGuest
+	if d.AgentsProfile, err = execGuest("agents-profile.sh", d); err != nil {
 		return err
 	}
 	d.GuardCheck, err = execGuest("guard-check.sh", d)

@@ -75,11 +75,11 @@ func agentArgv(argv []string, root string, linked []agents.Agent) ([]string, err
 	}
 	out := []string{"/bin/sh", "-c", agentPrelude, "corral-agent", root}
 	for _, a := range linked {
-		for _, rel := range a.StateDirs {
-			if err := checkStatePath(a.Name, rel); err != nil {
+		for _, p := range a.StatePaths() {
+			if err := checkStatePath(a.Name, p.Rel); err != nil {
 				return nil, err
 			}
-			out = append(out, a.Name, rel)
+			out = append(out, a.Name, p.Rel)
 		}
 	}
 	return append(append(out, "--"), argv...), nil

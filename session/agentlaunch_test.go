@@ -82,6 +82,8 @@ func TestAgentArgvRefuses(t *testing.T) {
 		{Name: "x", StateDirs: []string{"../.ssh"}}, {Name: "x", StateDirs: []string{"/etc"}}, {Name: "x", StateDirs: []string{"a\nb"}},
 		{Name: "x", StateDirs: []string{".."}}, {Name: "x", StateDirs: []string{"a/../../b"}}, {Name: "x", StateDirs: []string{""}},
 		{Name: "../x", StateDirs: []string{".x"}}, {Name: "--", StateDirs: []string{".x"}},
+		{Name: "x", StateFiles: []string{"../.ssh/id_ed25519"}}, {Name: "x", StateFiles: []string{"/etc/passwd"}},
+		{Name: "x", StateFiles: []string{"a\nb"}}, {Name: "x", StateFiles: []string{""}},
 	} {
 		if _, err := agentArgv([]string{"true"}, vm.AgentStateGuest, []agents.Agent{a}); err == nil {
 			t.Errorf("agentArgv accepted %+v", a)

@@ -83,10 +83,6 @@ func AgentMountSet(h home.Home, box, mode, hostHome string) vm.AgentMounts {
 	return a
 }
 
-// stateIsFile says whether a catalogue state path is a file (".claude.json") rather than a
-// directory (".claude"): a name with a dot after its first character.
-func stateIsFile(rel string) bool { return strings.Contains(strings.TrimPrefix(rel, "."), ".") }
-
 // PrepareAgentState makes box's state directory of agent a (0700, and each of its state
 // directories), and with seeded copies the host's state in the first time. It returns what
 // the seed skipped (symlinks, special files), for a notice.
@@ -113,11 +109,9 @@ func PrepareAgentState(h home.Home, box string, a agents.Agent, mode, hostHome s
 			}
 		}
 	}
-	for _, rel := range a.StateDirs {
-		if !stateIsFile(rel) {
-			if err := root.MkdirAll(filepath.Join(a.Name, rel), 0o700); err != nil {
-				return skipped, fmt.Errorf("agent state %s of box %s: %w", a.Name, box, err)
-			}
+	for _, rel := range a.StateDirs { // a state file is made by the agent, through its link
+		if err := root.MkdirAll(filepath.Join(a.Name, rel), 0o700); err != nil {
+			return skipped, fmt.Errorf("agent state %s of box %s: %w", a.Name, box, err)
 		}
 	}
 	return skipped, nil
@@ -145,8 +139,9 @@ func mkdirNoFollow(root *os.Root, dir string) error {
 	return nil
 }
 
-// seedAgent copies each of a's state paths that exists under hostHome into root/a.Name, unless
-// that path is there already. Only regular files and directories are copied; the host side is
+// seedAgent copies each of a's state paths that exists under hostHome, as the kind the
+// catalogue says (a directory or a regular file), into root/a.Name, unless that path is there
+// already. Only regular files and directories are copied; the host side is
 // opened read-only through its own os.Root and never followed through a symlink.
 func seedAgent(root *os.Root, a agents.Agent, hostHome string) (skipped []string, err error) {
 	host, err := os.OpenRoot(hostHome)
@@ -154,16 +149,16 @@ func seedAgent(root *os.Root, a agents.Agent, hostHome string) (skipped []string
 		return nil, err
 	}
 	defer host.Close()
-	for _, rel := range a.StateDirs {
-		dst := filepath.Join(a.Name, rel)
+	for _, sp := range a.StatePaths() {
+		rel, dst := sp.Rel, filepath.Join(a.Name, sp.Rel)
 		if fi, err := root.Lstat(dst); err == nil && (!fi.IsDir() || root.Remove(dst) != nil) {
 			continue // the box has state of its own (not an empty directory): kept
 		}
-		if fi, err := host.Lstat(rel); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+		if fi, err := host.Lstat(rel); err != nil || fi.IsDir() != sp.Dir || !fi.IsDir() && !fi.Mode().IsRegular() {
 			if err == nil {
 				skipped = append(skipped, "~/"+rel)
 			}
-			continue // absent, or a symlink: never followed, not even at the top
+			continue // absent, a symlink (never followed, not even at the top) or not the kind the catalogue says
 		}
 		s, err := copyTree(host, rel, root, dst)
 		skipped = append(skipped, s...)
@@ -243,8 +238,13 @@ func LogoutAgent(h home.Home, box, name string) error {
 	return nil
 }
 
-// RemoveAgentState removes box's whole agent state and seed marks (when the box is deleted).
+// RemoveAgentState removes box's whole agent state and seed marks (git corral delete). A
+// symlink the box planted in its state directory is removed, never followed (os.RemoveAll
+// unlinks it); a box name that is not one path element is refused before anything is removed.
 func RemoveAgentState(h home.Home, box string) error {
+	if box == "" || box == "." || box == ".." || strings.ContainsAny(box, `/\`+"\x00") {
+		return fmt.Errorf("remove agent state: box name %q is not one path element", box)
+	}
 	for _, a := range agents.Catalogue() {
 		_ = os.Remove(seededMark(h, box, a.Name))
 	}

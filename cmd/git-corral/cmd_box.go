@@ -103,6 +103,7 @@ func (a *app) stopBroker(m *vm.Manager, box string) {
 
 func defineDelete(fs *pflag.FlagSet) runFunc {
 	yes := fs.BoolP("yes", "y", false, "delete without asking")
+	keepAgentState := fs.Bool("keep-agent-state", false, "keep the box's agent logins and history ($CORRAL_HOME/agents/state/BOX) for a box made again")
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) > 0 {
 			return usageErrorf("delete", "delete takes no arguments")
@@ -119,7 +120,11 @@ func defineDelete(fs *pflag.FlagSet) runFunc {
 			if !a.isTerminal(a.stdin) || !a.isTerminal(a.stderr) {
 				return withHint(fmt.Errorf("delete box %s: refusing without a terminal to ask", box), "pass --yes to delete it")
 			}
-			fmt.Fprintf(a.stderr, "Delete box %s and everything inside it (the project on the host stays)? [y/N] ", box)
+			what := "everything inside it and its agent logins"
+			if *keepAgentState {
+				what = "everything inside it"
+			}
+			fmt.Fprintf(a.stderr, "Delete box %s and %s (the project on the host stays)? [y/N] ", box, what)
 			line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 			if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
 				return errors.New("delete declined")
@@ -141,6 +146,11 @@ func defineDelete(fs *pflag.FlagSet) runFunc {
 		}
 		if err := diff.PruneBox(m.Home, box); err != nil { // session bases hold copies of ignored files
 			return err
+		}
+		if !*keepAgentState { // agent logins: a token on the host that nothing would use again
+			if err := session.RemoveAgentState(m.Home, box); err != nil {
+				return withHint(err, "remove it by hand, or pass --keep-agent-state")
+			}
 		}
 		fmt.Fprintf(a.stderr, "box %s deleted\n", box)
 		return nil

@@ -26,6 +26,10 @@ if [ -d /run/systemd/system ]; then
 	systemctl restart corral-guardd.service
 fi
 
+# Login shells: the agent store's launchers on PATH (agents-profile.sh).
+install -d -m 0755 -o root -g root /etc/profile.d
+{{heredoc "/etc/profile.d/corral-agents.sh" "0644" .AgentsProfile}}
+
 # sshd: the session's environment travels in the SSH channel (SendEnv/SetEnv on the host side),
 # never on the command line.
 install -d -m 0755 /etc/ssh/sshd_config.d
