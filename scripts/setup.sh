@@ -12,7 +12,7 @@ log() { printf '%s setup: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 # tmux to drive those shells and the dashboard through a real terminal in the tests.
 PACKAGES=(
   git make man-db bash-completion zsh fish tmux util-linux curl ca-certificates
-  qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client openssh-sftp-server
+  qemu-system-x86 qemu-utils mmdebstrap e2fsprogs openssh-client openssh-sftp-server
   nftables iproute2 iptables shellcheck socat hyperfine squid tinyproxy
   openssh-server sudo iputils-ping python3 sshfs bubblewrap
 )

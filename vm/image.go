@@ -171,7 +171,7 @@ const debCacheDir = ".debs"
 
 // BuildImage builds the current recipe's image into dir/<hash> (unless it is already there and
 // force is false), reporting phases to p and the build's own output to log. It needs root
-// (debootstrap, chroot).
+// (mmdebstrap, chroot).
 func BuildImage(ctx context.Context, dir string, force bool, p *Progress, log io.Writer) (Image, error) {
 	hash := RecipeHash()
 	final := filepath.Join(dir, hash)
@@ -179,7 +179,7 @@ func BuildImage(ctx context.Context, dir string, force bool, p *Progress, log io
 		return img, nil
 	}
 	if os.Geteuid() != 0 {
-		return Image{}, errors.New("building the base image needs root (debootstrap and chroot)")
+		return Image{}, errors.New("building the base image needs root (mmdebstrap and chroot)")
 	}
 	if err := os.MkdirAll(filepath.Join(dir, debCacheDir), 0o755); err != nil {
 		return Image{}, fmt.Errorf("create image directory %s: %w", dir, err)

@@ -74,7 +74,7 @@ func TestFindListPruneImages(t *testing.T) {
 
 func TestBuildImageNeedsRoot(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("as root the build would really run (debootstrap); covered by scripts/setup.sh")
+		t.Skip("as root the build would really run (mmdebstrap); covered by scripts/setup.sh")
 	}
 	_, err := BuildImage(t.Context(), t.TempDir(), false, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "root") {
