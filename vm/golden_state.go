@@ -447,6 +447,9 @@ func overlayDisks(ctx context.Context, instDir, golden string) error {
 	return nil
 }
 
+// resumeTimeout bounds a box's resume from a golden state before it boots instead.
+const resumeTimeout = "6m"
+
 // startResumed starts a box from the golden state in rp. When QEMU cannot resume it, the box is
 // stopped, its disks made again from the base, and it boots from the disk base instead.
 func (m *Manager) startResumed(ctx context.Context, box, instDir string, rp resumePlan, p *Progress) error {
@@ -459,9 +462,11 @@ func (m *Manager) startResumed(ctx context.Context, box, instDir string, rp resu
 	}
 	if err == nil {
 		p.Phase("resume golden state")
-		// A resume that works is ready in well under a minute even on a loaded machine; one that
-		// hangs should not hold the user for long before the boot.
-		err = m.runWith(ctx, box, p, env, "start", "--timeout", "2m", box)
+		// A resume that works is ready in under a minute on a quiet machine, but at a load
+		// average of 14 on 2 cores its guest answered SSH after 79 s and was not through its
+		// provisioning at 120 s, so the old 2-minute limit threw a working resume away for a
+		// boot that then took over 20 minutes. One that hangs still ends here before the boot.
+		err = m.runWith(ctx, box, p, env, "start", "--timeout", resumeTimeout, box)
 		if err == nil {
 			return nil
 		}
