@@ -120,7 +120,7 @@ var keys = slices.Concat([]KeySpec{
 	{Name: "memory", Class: ProjectOK, Kind: KindString, Example: `"2GiB"`,
 		Doc:   "Memory of the box (KiB, MiB, GiB, TiB). From the repository, at most the host's memory.",
 		field: func(c *Config) any { return &c.Memory }},
-	{Name: "packages", Class: ProjectOK, Kind: KindStrings, Example: `["build-essential"]`,
+	{Name: "packages", Class: ProjectOK, Kind: KindStrings, Example: `["postgresql-client"]`,
 		Doc:   "Debian packages installed in the guest.",
 		field: func(c *Config) any { return &c.Packages }},
 	{Name: "provision", Class: ProjectOK, Kind: KindStrings, Example: `["scripts/provision.sh"]`,
