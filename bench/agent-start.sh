@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# bench/agent-start.sh — the agent figures of docs/BENCHMARKS.md "## agents" that need a box
+# (issue 23), side by side in one run, as root; git corral runs as the unprivileged user
+# $CORRAL_USER (limactl refuses root):
+#   1. on a box that already exists and runs, `git corral start` with default_agent =
+#      "AGENT --version" (the agent's first output is its version, and it exits right after it,
+#      so the command's time is the time to the first output) beside `git corral run -- true`
+#      and `git corral run -- AGENT --version` (hyperfine, alternating);
+#   2. the golden base's disk and saved state, and a second project's box from it (create to
+#      ready), with AGENT installed in the store (part 1's CORRAL_HOME) and without (a fresh
+#      one); the store is a read-only mount, so the base should not grow: this measures it
+#      rather than say so.
+# Every box it starts is stopped and deleted on exit. Needs: scripts/setup.sh done, hyperfine,
+# npm (AGENT is installed from the npm registry with the ordinary npm client).
+#
+#   bash bench/agent-start.sh            # claude, 10 runs
+#   AGENT=codex RUNS=5 bash bench/agent-start.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CORRAL_USER=${CORRAL_USER:-corral-ci}
+AGENT=${AGENT:-claude}
+RUNS=${RUNS:-10}
+GOLDEN=${GOLDEN:-1}   # 0 skips part 2 (another golden base and three more boxes)
+BASE=/var/tmp/corral-bench-agent
+LIMACTL=/usr/local/lib/git-corral/lima/bin/limactl
+QEMU="qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
+mkdir -p "$BASE/bin"
+go build -o "$BASE/bin/git-corral" ./cmd/git-corral
+chmod 755 "$BASE" "$BASE/bin" "$BASE/bin/git-corral"
+GC="$BASE/bin/git-corral"
+HOMEDIR="$BASE/home"
+U() { runuser -u "$CORRAL_USER" -- env -i HOME="$HOMEDIR" CORRAL_HOME="$HOMEDIR" LIMA_HOME="$HOMEDIR/lima" \
+  PATH=/usr/local/bin:/usr/bin:/bin QEMU_SYSTEM_X86_64="$QEMU" "$@"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+
+# fresh HOME: an empty CORRAL_HOME with default_agent set, and a project in it.
+fresh() {
+  cleanup
+  rm -rf "${BASE:?}/home" "${BASE:?}/proj" "${BASE:?}/proj2"
+  install -d -o "$CORRAL_USER" "$BASE/home" "$BASE/proj" "$BASE/proj2"
+  printf 'default_agent = "%s --version"\n' "$AGENT" | install -o "$CORRAL_USER" -m 600 /dev/stdin "$BASE/home/config.toml"
+  for p in proj proj2; do U sh -c "cd $BASE/$p && git init -q . && echo bench > README"; done
+}
+boxes() { U "$LIMACTL" --tty=false list --format '{{.Name}}' 2>/dev/null || true; }
+cleanup() {
+  [ -d "$BASE/home/lima" ] || return 0
+  for b in $(boxes); do U "$LIMACTL" --tty=false delete --force "$b" >/dev/null 2>&1 || true; done
+}
+trap cleanup EXIT
+echo "# $(date -u +%FT%TZ) agent $AGENT; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg); git corral $(git rev-parse --short HEAD)"
+
+# ---- 1. start to the agent's first output, on a box that exists ----------------------------
+fresh
+t=$(now); U "$GC" -C "$BASE/proj" agents install "$AGENT" >/dev/null
+echo "RESULT agents install $AGENT (cold, fresh CORRAL_HOME): $(since "$t")s"
+t=$(now); U "$GC" -C "$BASE/proj" run --yes -- true 2>/dev/null
+echo "RESULT box creation (run --yes -- true): $(since "$t")s"
+U "$GC" -C "$BASE/proj" start --yes | head -3
+U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/start.json" \
+  -n "git corral run -- true" "$GC -C $BASE/proj run -- true" \
+  -n "git corral start ($AGENT --version)" "$GC -C $BASE/proj start" \
+  -n "git corral run -- $AGENT --version" "$GC -C $BASE/proj run -- $AGENT --version" 2>&1 | grep -v '^ *$'
+[ "$GOLDEN" = 1 ] || exit 0
+
+# ---- 2. a golden base with and without the agent in the store -------------------------------
+# size: the base's disk and saved state; resume: the second project's box (the first project's
+# box built the base). "with" is the CORRAL_HOME of part 1; "without" a fresh one.
+golden() { # variant
+  local t dir
+  U "$GC" -C "$BASE/proj" run --yes -- true >/dev/null 2>&1
+  t=$(now); U "$GC" -C "$BASE/proj2" run --yes -- true >/dev/null 2>&1
+  echo "RESULT $1: second box from the golden base, create to ready: $(since "$t")s"
+  dir=$(find "$BASE/home/golden" -name golden.qcow2 -printf '%h\n' | head -1)
+  echo "RESULT $1: golden.qcow2 $(du -m --apparent-size "$dir/golden.qcow2" | cut -f1) MB, golden.state $(du -m --apparent-size "$dir/golden.state" | cut -f1) MB"
+}
+golden "with $AGENT in the store"
+fresh
+golden "without $AGENT in the store"
