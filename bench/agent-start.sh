@@ -5,7 +5,8 @@
 #   1. on a box that already exists and runs, `git corral start` with default_agent =
 #      "AGENT --version" (the agent's first output is its version, and it exits right after it,
 #      so the command's time is the time to the first output) beside `git corral run -- true`
-#      and `git corral run -- AGENT --version` (hyperfine, alternating);
+#      and `git corral run -- AGENT --version`, and the light tier's `git corral sandbox --
+#      true` for contrast with a box (issue 22) (hyperfine);
 #   2. the golden base's disk and saved state, and a second project's box from it (create to
 #      ready), with AGENT installed in the store (part 1's CORRAL_HOME) and without (a fresh
 #      one); the store is a read-only mount, so the base should not grow: this measures it
@@ -60,7 +61,8 @@ U "$GC" -C "$BASE/proj" start --yes | head -3
 U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/start.json" \
   -n "git corral run -- true" "$GC -C $BASE/proj run -- true" \
   -n "git corral start ($AGENT --version)" "$GC -C $BASE/proj start" \
-  -n "git corral run -- $AGENT --version" "$GC -C $BASE/proj run -- $AGENT --version" 2>&1 | grep -v '^ *$'
+  -n "git corral run -- $AGENT --version" "$GC -C $BASE/proj run -- $AGENT --version" \
+  -n "git corral sandbox -- true (the light tier, no VM)" "$GC -C $BASE/proj sandbox -- /bin/true" 2>&1 | grep -v '^ *$'
 [ "$GOLDEN" = 1 ] || exit 0
 
 # ---- 2. a golden base with and without the agent in the store -------------------------------
