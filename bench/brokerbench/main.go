@@ -368,6 +368,10 @@ func throughput(targets []*target, sinkAddr string) error {
 
 func latency(targets []*target, sinkAddr string) error {
 	lat := map[string][]float64{}
+	cpu0 := map[string]float64{}
+	for _, t := range targets {
+		cpu0[t.name] = cpuSeconds(t)
+	}
 	for i := range *samples {
 		for _, t := range targets {
 			start := time.Now()
@@ -379,15 +383,55 @@ func latency(targets []*target, sinkAddr string) error {
 			c.Close()
 		}
 	}
+	time.Sleep(200 * time.Millisecond) // let the last tunnels end (the broker logs them then)
 	d50, d99 := pct(lat["direct"], 50), pct(lat["direct"], 99)
-	fmt.Println("| connection setup | p50 ms | p99 ms | added p50 ms | added p99 ms |")
-	fmt.Println("|---|---:|---:|---:|---:|")
+	fmt.Println("| connection setup | p50 ms | p99 ms | added p50 ms | added p99 ms | proxy CPU µs per connection |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, t := range targets {
 		p50, p99 := pct(lat[t.name], 50), pct(lat[t.name], 99)
-		fmt.Printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", t.name, p50, p99, p50-d50, p99-d99)
+		cpu := "–"
+		if t.cmd != nil {
+			cpu = fmt.Sprintf("%.0f", (cpuSeconds(t)-cpu0[t.name])/float64(*samples)*1e6)
+		}
+		fmt.Printf("| %s | %.3f | %.3f | %.3f | %.3f | %s |\n", t.name, p50, p99, p50-d50, p99-d99, cpu)
 	}
 	fmt.Println()
 	return nil
+}
+
+// cpuSeconds is the user and system CPU time of t's process and its children so far (the
+// connections of the latency loop are the only work a proxy has meanwhile).
+func cpuSeconds(t *target) float64 {
+	if t.cmd == nil || t.cmd.Process == nil {
+		return 0
+	}
+	total := 0.0
+	for _, p := range family(t.cmd.Process.Pid) {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which is in parentheses and may hold spaces.
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(f) > 12 {
+			utime, _ := strconv.ParseFloat(f[11], 64)
+			stime, _ := strconv.ParseFloat(f[12], 64)
+			total += (utime + stime) / 100 // USER_HZ is 100 on Linux
+		}
+	}
+	return total
+}
+
+// family is pid and its children (squid and tinyproxy may fork).
+func family(pid int) []int {
+	pids := []int{pid}
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, f := range strings.Fields(string(kids)) {
+		if k, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, k)
+		}
+	}
+	return pids
 }
 
 func memory(targets []*target, sinkAddr string) error {
@@ -428,14 +472,7 @@ type resident struct{ total, anon, file float64 }
 // rss is the resident set of pid and its children (squid and tinyproxy may fork).
 func rss(pid int) (resident, error) {
 	var r resident
-	pids := []int{pid}
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	for _, f := range strings.Fields(string(kids)) {
-		if k, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, k)
-		}
-	}
-	for _, p := range pids {
+	for _, p := range family(pid) {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 		if err != nil {
 			return r, err
