@@ -6,6 +6,10 @@ package broker
 // O_APPEND descriptor while holding an exclusive flock, so that lines from several writers never
 // interleave or tear. When the file would pass its size cap it is renamed to FILE.1 (replacing
 // the previous one) and a new file is started.
+//
+// When a line is written: a refusal's line before the refusal is answered; an allowed tunnel's
+// one line when the tunnel ends, with its byte counts, so writing it is never on the connect
+// path, and a tunnel still open (or cut off by the broker's own death) has no line yet.
 
 import (
 	"context"
