@@ -181,7 +181,7 @@ func Listen(ctx context.Context, addr string) (net.Listener, error) {
 	if err != nil || !ap.Addr().IsLoopback() {
 		return nil, fmt.Errorf("broker listen address %q: must be a loopback IP and port such as 127.0.0.1:0", addr)
 	}
-	lc := net.ListenConfig{KeepAlive: -1, Control: deferAccept}
+	lc := net.ListenConfig{KeepAlive: -1}
 	ln, err := lc.Listen(ctx, "tcp", ap.String())
 	if err != nil {
 		return nil, fmt.Errorf("broker listen on %q: %w", addr, err)
