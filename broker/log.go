@@ -6,6 +6,10 @@ package broker
 // O_APPEND descriptor while holding an exclusive flock, so that lines from several writers never
 // interleave or tear. When the file would pass its size cap it is renamed to FILE.1 (replacing
 // the previous one) and a new file is started.
+//
+// When a line is written: a refusal's line before the refusal is answered; an allowed tunnel's
+// one line when the tunnel ends, with its byte counts, so writing it is never on the connect
+// path, and a tunnel still open (or cut off by the broker's own death) has no line yet.
 
 import (
 	"context"
@@ -59,6 +63,10 @@ type Log struct {
 	max  int64
 	mu   sync.Mutex
 	f    *os.File
+	// dev and ino identify the file l.f holds, read once when it is opened: an inode never
+	// changes, so each line needs one stat(2) of the path to learn whether the path still names
+	// it (and, when it does, its size) rather than an fstat(2) of l.f as well.
+	dev, ino uint64
 }
 
 // OpenLog opens (creating with mode 0600) the egress log at path; max <= 0 means DefaultLogMax.
@@ -78,10 +86,15 @@ func (l *Log) reopen() error {
 	if err != nil {
 		return fmt.Errorf("open egress log %s: %w", l.path, err)
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return fmt.Errorf("stat egress log %s: %w", l.path, err)
+	}
 	if l.f != nil {
 		l.f.Close()
 	}
-	l.f = f
+	l.f, l.dev, l.ino = f, uint64(st.Dev), uint64(st.Ino)
 	return nil
 }
 
@@ -115,9 +128,9 @@ func (l *Log) lock() (int64, error) {
 		if err := unix.Flock(int(l.f.Fd()), unix.LOCK_EX); err != nil {
 			return 0, fmt.Errorf("lock egress log %s: %w", l.path, err)
 		}
-		var held, named unix.Stat_t
-		if unix.Fstat(int(l.f.Fd()), &held) == nil && unix.Stat(l.path, &named) == nil && held.Ino == named.Ino && held.Dev == named.Dev {
-			return held.Size, nil
+		var named unix.Stat_t
+		if unix.Stat(l.path, &named) == nil && uint64(named.Ino) == l.ino && uint64(named.Dev) == l.dev {
+			return named.Size, nil // the same inode as l.f, so the same size
 		}
 		unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 		if err := l.reopen(); err != nil {

@@ -32,8 +32,10 @@ var (
 	size     = flag.Int64("bytes", 1<<30, "bytes pushed through each tunnel per throughput run")
 	samples  = flag.Int("samples", 1000, "connections per latency measurement")
 	idle     = flag.Int("idle", 2000, "idle tunnels held for the memory measurement")
-	only     = flag.String("only", "", "comma-separated subset of direct,corral,squid,tinyproxy")
+	only     = flag.String("only", "", "comma-separated subset of relay,corral,squid,tinyproxy (direct is always measured)")
+	measure  = flag.String("measure", "throughput,latency,memory", "comma-separated subset of throughput,latency,memory")
 	keepTemp = flag.Bool("keep", false, "keep the temporary directory")
+	relaySrv = flag.Bool("relay-serve", false, "run as the plain relay (internal: brokerbench starts itself so)")
 )
 
 // target is one way to reach the sink: directly, or through a proxy.
@@ -42,10 +44,18 @@ type target struct {
 	proxy string // host:port; empty for direct
 	auth  bool
 	cmd   *exec.Cmd
+	stdin io.Closer // the plain relay ends when it is closed
 }
 
 func main() {
 	flag.Parse()
+	if *relaySrv {
+		if err := serveRelay(); err != nil {
+			fmt.Fprintln(os.Stderr, "brokerbench relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "brokerbench:", err)
 		os.Exit(1)
@@ -68,9 +78,9 @@ func run() error {
 	defer sink.Close()
 	sinkAddr := sink.Addr().String()
 	targets := []*target{{name: "direct"}}
-	starters := map[string]func(string, string) (*target, error){"corral": startCorral, "squid": startSquid, "tinyproxy": startTinyproxy}
-	for _, name := range []string{"corral", "squid", "tinyproxy"} {
-		if *only != "" && !strings.Contains(","+*only+",", ","+name+",") {
+	starters := map[string]func(string, string) (*target, error){"relay": startRelay, "corral": startCorral, "squid": startSquid, "tinyproxy": startTinyproxy}
+	for _, name := range []string{"relay", "corral", "squid", "tinyproxy"} {
+		if !chosen(*only, name) {
 			continue
 		}
 		t, err := starters[name](tmp, sinkAddr)
@@ -83,13 +93,25 @@ func run() error {
 	}
 	fmt.Printf("loopback, %d runs of %d MiB per throughput figure, %d connections per latency figure, %d idle tunnels\n\n",
 		*runs, *size>>20, *samples, *idle)
-	if err := throughput(targets, sinkAddr); err != nil {
-		return err
+	if chosen(*measure, "throughput") {
+		if err := throughput(targets, sinkAddr); err != nil {
+			return err
+		}
 	}
-	if err := latency(targets, sinkAddr); err != nil {
-		return err
+	if chosen(*measure, "latency") {
+		if err := latency(targets, sinkAddr); err != nil {
+			return err
+		}
 	}
-	return memory(targets, sinkAddr)
+	if chosen(*measure, "memory") {
+		return memory(targets, sinkAddr)
+	}
+	return nil
+}
+
+// chosen reports whether name is in the comma-separated list (an empty list holds everything).
+func chosen(list, name string) bool {
+	return list == "" || strings.Contains(","+list+",", ","+name+",")
 }
 
 // startSink accepts connections, discards what they send, and closes after EOF.
@@ -245,6 +267,9 @@ func stop(t *target) {
 	if t.cmd == nil || t.cmd.Process == nil {
 		return
 	}
+	if t.stdin != nil {
+		t.stdin.Close()
+	}
 	t.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { t.cmd.Wait(); close(done) }()
@@ -343,6 +368,10 @@ func throughput(targets []*target, sinkAddr string) error {
 
 func latency(targets []*target, sinkAddr string) error {
 	lat := map[string][]float64{}
+	cpu0 := map[string]float64{}
+	for _, t := range targets {
+		cpu0[t.name] = cpuSeconds(t)
+	}
 	for i := range *samples {
 		for _, t := range targets {
 			start := time.Now()
@@ -354,19 +383,59 @@ func latency(targets []*target, sinkAddr string) error {
 			c.Close()
 		}
 	}
+	time.Sleep(200 * time.Millisecond) // let the last tunnels end (the broker logs them then)
 	d50, d99 := pct(lat["direct"], 50), pct(lat["direct"], 99)
-	fmt.Println("| connection setup | p50 ms | p99 ms | added p50 ms | added p99 ms |")
-	fmt.Println("|---|---:|---:|---:|---:|")
+	fmt.Println("| connection setup | p50 ms | p99 ms | added p50 ms | added p99 ms | proxy CPU µs per connection |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, t := range targets {
 		p50, p99 := pct(lat[t.name], 50), pct(lat[t.name], 99)
-		fmt.Printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", t.name, p50, p99, p50-d50, p99-d99)
+		cpu := "–"
+		if t.cmd != nil {
+			cpu = fmt.Sprintf("%.0f", (cpuSeconds(t)-cpu0[t.name])/float64(*samples)*1e6)
+		}
+		fmt.Printf("| %s | %.3f | %.3f | %.3f | %.3f | %s |\n", t.name, p50, p99, p50-d50, p99-d99, cpu)
 	}
 	fmt.Println()
 	return nil
 }
 
+// cpuSeconds is the user and system CPU time of t's process and its children so far (the
+// connections of the latency loop are the only work a proxy has meanwhile).
+func cpuSeconds(t *target) float64 {
+	if t.cmd == nil || t.cmd.Process == nil {
+		return 0
+	}
+	total := 0.0
+	for _, p := range family(t.cmd.Process.Pid) {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which is in parentheses and may hold spaces.
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(f) > 12 {
+			utime, _ := strconv.ParseFloat(f[11], 64)
+			stime, _ := strconv.ParseFloat(f[12], 64)
+			total += (utime + stime) / 100 // USER_HZ is 100 on Linux
+		}
+	}
+	return total
+}
+
+// family is pid and its children (squid and tinyproxy may fork).
+func family(pid int) []int {
+	pids := []int{pid}
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, f := range strings.Fields(string(kids)) {
+		if k, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, k)
+		}
+	}
+	return pids
+}
+
 func memory(targets []*target, sinkAddr string) error {
-	fmt.Printf("| %d idle tunnels | RSS before MiB | RSS holding them MiB |\n|---|---:|---:|\n", *idle)
+	fmt.Printf("| %d idle tunnels | RSS before MiB | RSS holding them MiB | of which anonymous | of which file-backed |\n|---|---:|---:|---:|---:|\n", *idle)
 	for _, t := range targets {
 		if t.cmd == nil {
 			continue
@@ -390,38 +459,41 @@ func memory(targets []*target, sinkAddr string) error {
 		if err != nil {
 			note = fmt.Sprintf(" (only %d opened: %v)", len(conns), err)
 		}
-		fmt.Printf("| %s | %.1f | %.1f%s |\n", t.name, before, after, note)
+		fmt.Printf("| %s | %.1f | %.1f%s | %.1f | %.1f |\n", t.name, before.total, after.total, note, after.anon, after.file)
 		time.Sleep(time.Second)
 	}
 	return nil
 }
 
-// rss is the resident set of pid and its children (squid and tinyproxy may fork), in MiB.
-func rss(pid int) (float64, error) {
-	total := 0.0
-	pids := []int{pid}
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	for _, f := range strings.Fields(string(kids)) {
-		if k, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, k)
-		}
-	}
-	for _, p := range pids {
+// resident is a resident set in MiB: the total, and its anonymous (heap, stacks) and
+// file-backed (the program's own pages, shared libraries) parts.
+type resident struct{ total, anon, file float64 }
+
+// rss is the resident set of pid and its children (squid and tinyproxy may fork).
+func rss(pid int) (resident, error) {
+	var r resident
+	for _, p := range family(pid) {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 		if err != nil {
-			return 0, err
+			return r, err
 		}
 		for _, line := range strings.Split(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-				total += kb / 1024
+			key, v, _ := strings.Cut(line, ":")
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			switch key {
+			case "VmRSS":
+				r.total += kb / 1024
+			case "RssAnon":
+				r.anon += kb / 1024
+			case "RssFile", "RssShmem":
+				r.file += kb / 1024
 			}
 		}
 	}
-	if total == 0 {
-		return 0, errors.New("no VmRSS")
+	if r.total == 0 {
+		return r, errors.New("no VmRSS")
 	}
-	return total, nil
+	return r, nil
 }
 
 func median(xs []float64) float64 { return pct(xs, 50) }

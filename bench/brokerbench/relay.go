@@ -1,0 +1,107 @@
+package main
+
+// The plain relay is the baseline of every proxy figure: a CONNECT relay in Go with no checks at
+// all (no authentication, no allow-list, no log, no limits): read the request head, dial the
+// target it names, answer 200, copy both ways with io.Copy (splice(2), as the broker does). What
+// it adds over direct TCP is what any proxy process adds on this machine (a second TCP
+// connection, a process to schedule); what the broker adds over it is the broker's own cost.
+// It runs as a child of brokerbench (brokerbench -relay-serve), so it is a separate process like
+// every other proxy, and only ever listens on loopback.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// serveRelay runs the plain relay on a loopback port, printing its address first, until the
+// parent closes our standard input.
+func serveRelay() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go relayOne(c)
+	}
+}
+
+func relayOne(c net.Conn) {
+	defer c.Close()
+	rd := bufio.NewReader(c)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return
+	}
+	for {
+		l, err := rd.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if l == "\r\n" {
+			break
+		}
+	}
+	f := strings.Fields(line)
+	if len(f) < 2 || f[0] != "CONNECT" {
+		return
+	}
+	up, err := net.Dial("tcp", f[1])
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(up, c)
+		up.(*net.TCPConn).CloseWrite()
+		close(done)
+	}()
+	io.Copy(c, up)
+	c.(*net.TCPConn).CloseWrite()
+	<-done
+}
+
+// startRelay starts this program again as the plain relay.
+func startRelay(tmp, sinkAddr string) (*target, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-relay-serve")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		in.Close()
+		cmd.Wait()
+		return nil, fmt.Errorf("no address from the plain relay: %w", err)
+	}
+	return &target{name: "relay", proxy: strings.TrimSpace(line), cmd: cmd, stdin: in}, nil
+}
