@@ -11,6 +11,6 @@
 //
 // Owns: the deferred compile and the few methods the project calls. Does not own: the
 // patterns, which stay beside the code that uses them. Rules: a pattern is a constant, so a
-// bad one is a programming error and panics at its first use (as regexp.MustCompile would at
-// start); Check lets a package's tests compile all of its patterns eagerly.
+// bad one is a programming error and panics at every use (regexp.MustCompile panicked at
+// start), so the tests of the code that uses a pattern find it.
 package lazyre

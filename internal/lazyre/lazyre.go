@@ -42,14 +42,3 @@ func (r *Regexp) FindStringSubmatch(s string) []string { return r.Regexp().FindS
 func (r *Regexp) ReplaceAllString(src, repl string) string {
 	return r.Regexp().ReplaceAllString(src, repl)
 }
-
-// Check compiles each of res now and returns the first pattern's error, for a package's tests
-// to prove its patterns compile without waiting for a path that uses each one.
-func Check(res ...*Regexp) error {
-	for _, r := range res {
-		if _, err := regexp.Compile(r.pattern); err != nil {
-			return err
-		}
-	}
-	return nil
-}

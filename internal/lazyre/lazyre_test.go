@@ -50,13 +50,3 @@ func TestLazy(t *testing.T) {
 		}()
 	}
 }
-
-// TestCheck proves Check reports a pattern that does not compile and passes good ones.
-func TestCheck(t *testing.T) {
-	if err := Check(New(`^a$`), New(`^b{0,3}$`)); err != nil {
-		t.Errorf("Check(good) = %v, want nil", err)
-	}
-	if err := Check(New(`^a$`), New(`([a-z]`)); err == nil {
-		t.Error("Check(bad) = nil, want an error")
-	}
-}
