@@ -22,17 +22,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // versionRE is an exact semver version (prerelease allowed), never a range or a tag.
-var versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z][0-9A-Za-z.-]*)?$`)
+var versionRE = lazyre.New(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z][0-9A-Za-z.-]*)?$`)
 
 // releaseRE is a plain release version, what `agents update` picks from.
-var releaseRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+var releaseRE = lazyre.New(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 
 // validVersion refuses anything but an exact version: a range, a tag, an option, a newline.
 func validVersion(v string) error {

@@ -12,14 +12,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/git-corral/git-corral/internal/atomicfile"
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // shellWordRE is what a launcher may interpolate: names, versions and package paths.
-var shellWordRE = regexp.MustCompile(`^[A-Za-z0-9@/._+-]+$`)
+var shellWordRE = lazyre.New(`^[A-Za-z0-9@/._+-]+$`)
 
 // shellWord refuses a value that is not safe inside double quotes in sh.
 func shellWord(what, v string) error {

@@ -12,9 +12,10 @@ package boxenv
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // DefaultForward is the forward_env default: the agents' own authentication variables.
@@ -64,7 +65,7 @@ func (e Env) Names() []string {
 // ErrUnsetHostVariable is wrapped by Assemble when env_from_host names an unset host variable.
 var ErrUnsetHostVariable = errors.New("host variable is unset")
 
-var validName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var validName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // reserved are guest variables the host must not override: they would change what runs or
 // where, not just what the agent knows.
@@ -174,7 +175,7 @@ func addTokens(e *Env, tokens map[string]string, lookup func(string) (string, bo
 	return errs
 }
 
-var validHost = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$`)
+var validHost = lazyre.New(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$`)
 
 // CheckHost accepts a lower-case DNS host name with an optional port: what git puts in the
 // credential protocol's host field for https URLs.

@@ -18,7 +18,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -27,6 +26,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 const (
@@ -54,7 +55,7 @@ type FetchBackResult struct {
 	Warnings []Finding `json:"warnings"`
 }
 
-var boxName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+var boxName = lazyre.New(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // FetchBackArgv is the guest command FetchBack runs.
 func FetchBackArgv(dir string) []string {

@@ -18,9 +18,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // Kind is the transport of a Source.
@@ -47,7 +48,7 @@ type Source struct {
 var ErrSource = errors.New("repository address refused")
 
 // scpLike matches user@host:path (git's scp-like syntax); the host part has no slash.
-var scpLike = regexp.MustCompile(`^(?:[A-Za-z0-9._~][A-Za-z0-9._~-]*@)?[A-Za-z0-9][A-Za-z0-9.-]*:[^-].*$`)
+var scpLike = lazyre.New(`^(?:[A-Za-z0-9._~][A-Za-z0-9._~-]*@)?[A-Za-z0-9][A-Za-z0-9.-]*:[^-].*$`)
 
 // ParseSource checks raw against the source rules. A local path is made absolute relative to
 // cwd ("" means the process's working directory) and must be a directory.

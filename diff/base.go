@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/gitcli"
+	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/project"
 )
 
@@ -31,7 +31,7 @@ type BaseOptions struct {
 
 // validBox is what a box name may hold (project.BoxName makes them so); it keeps the store's
 // paths free of separators.
-var validBox = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+var validBox = lazyre.New(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 // Recorded is what Record did.
 type Recorded struct {

@@ -19,13 +19,13 @@ package policy
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/visible"
 )
 
@@ -115,7 +115,7 @@ type routeValue struct {
 	value any // string or []string
 }
 
-var routeNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62})$`)
+var routeNameRE = lazyre.New(`^[a-z0-9]([a-z0-9-]{0,62})$`)
 
 // shapeRoute checks an entry under api_routes: [api_routes] and [api_routes.NAME] only open
 // tables; api_routes.NAME.FIELD is a setting.

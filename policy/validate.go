@@ -16,21 +16,21 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/git-corral/git-corral/agents"
+	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/visible"
 )
 
 var (
-	sizeRE    = regexp.MustCompile(`^([1-9][0-9]{0,6})(KiB|MiB|GiB|TiB)$`)
-	pkgRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]{0,99}$`)
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	brokerRE  = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
-	boxNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
-	labelRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	sizeRE    = lazyre.New(`^([1-9][0-9]{0,6})(KiB|MiB|GiB|TiB)$`)
+	pkgRE     = lazyre.New(`^[a-z0-9][a-z0-9+.-]{0,99}$`)
+	envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	brokerRE  = lazyre.New(`^[a-z][a-z0-9-]{0,31}$`)
+	boxNameRE = lazyre.New(`^[a-z][a-z0-9-]{0,39}$`)
+	labelRE   = lazyre.New(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 )
 
 // checkValue returns what is wrong with s's value, or "". top is the repository's top level

@@ -8,10 +8,11 @@ package provision
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // liveCwd is the working directory after "cd $CORRAL_PROJECT_DIR": the live project.
@@ -19,7 +20,7 @@ const liveCwd = "\x00live"
 
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "posh": true, "yash": true}
 
-var interpRE = regexp.MustCompile(`^(python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|Rscript|tclsh[0-9.]*|ts-node|tsx|awk|gawk|mawk)$`)
+var interpRE = lazyre.New(`^(python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|Rscript|tclsh[0-9.]*|ts-node|tsx|awk|gawk|mawk)$`)
 
 // wrapSpec says how to skip a wrapper's options: which take a value, which mean it runs
 // nothing, and how many operands come before the command.

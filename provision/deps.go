@@ -20,10 +20,11 @@ package provision
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // depKind says how a script uses a file.
@@ -269,7 +270,7 @@ func (a *analyser) dynamic(w word, line int, what string) {
 }
 
 // homeRE matches a word starting in the user's home, which is never the repository.
-var homeRE = regexp.MustCompile(`^"?(\$HOME|\$\{HOME\}|~)(/|"|$)`)
+var homeRE = lazyre.New(`^"?(\$HOME|\$\{HOME\}|~)(/|"|$)`)
 
 func (a *analyser) need(dir, why string) {
 	a.out.dirs = append(a.out.dirs, dirNeed{dir: dir, why: why})

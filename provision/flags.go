@@ -9,12 +9,13 @@ package provision
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
+
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 type flagRule struct {
-	re   *regexp.Regexp
+	re   *lazyre.Regexp
 	text string
 	// root rules are reported besides a network rule on the same line; of the network rules
 	// only the first (most specific) that matches a line is reported.
@@ -22,25 +23,25 @@ type flagRule struct {
 }
 
 var flagRules = []flagRule{
-	{regexp.MustCompile(`\b(curl|wget|fetch)\b[^|]*\|\s*(sudo\s+(-\S+\s+)*)?(env\s+)?(/\S*/)?(ba|z|da|k|fi|c|tc)?sh\b`), "pipes a download into a shell (remote code)", false},
-	{regexp.MustCompile(`\b(curl|wget)\b[^|]*\|\s*(sudo\s+)?(/\S*/)?(python[0-9.]*|perl|ruby|node|php|bun|deno)\b`), "pipes a download into an interpreter (remote code)", false},
-	{regexp.MustCompile(`(\$\(|<\(|` + "`" + `)\s*(curl|wget)\b`), "runs or evaluates a download (remote code)", false},
-	{regexp.MustCompile(`\bpip[0-9.]*\s+install\b.*(git\+|https?://|\.whl\b|\.tar\.gz\b|\.zip\b)`), "installs Python code from a URL (remote code)", false},
-	{regexp.MustCompile(`\b(npx|pnpx|bunx|uvx)\b|\b(pnpm|yarn|bun)\s+dlx\b|\b(pipx|uv\s+tool)\s+run\b|\bnpm\s+(exec|x)\b|\bdeno\s+run\b.*\b(https?|npm|jsr):`), "runs a package straight from a registry (remote code)", false},
-	{regexp.MustCompile(`\b(npm|pnpm|yarn|bun)\s+(install|i|add)\b.*(git\+|https?://|github:)`), "installs JavaScript code from a URL (remote code)", false},
-	{regexp.MustCompile(`\bgo\s+(install|run)\b.*@`), "installs or runs a Go module from the network (remote code)", false},
-	{regexp.MustCompile(`\bcargo\s+install\b.*--git\b`), "installs Rust code from a git URL (remote code)", false},
+	{lazyre.New(`\b(curl|wget|fetch)\b[^|]*\|\s*(sudo\s+(-\S+\s+)*)?(env\s+)?(/\S*/)?(ba|z|da|k|fi|c|tc)?sh\b`), "pipes a download into a shell (remote code)", false},
+	{lazyre.New(`\b(curl|wget)\b[^|]*\|\s*(sudo\s+)?(/\S*/)?(python[0-9.]*|perl|ruby|node|php|bun|deno)\b`), "pipes a download into an interpreter (remote code)", false},
+	{lazyre.New(`(\$\(|<\(|` + "`" + `)\s*(curl|wget)\b`), "runs or evaluates a download (remote code)", false},
+	{lazyre.New(`\bpip[0-9.]*\s+install\b.*(git\+|https?://|\.whl\b|\.tar\.gz\b|\.zip\b)`), "installs Python code from a URL (remote code)", false},
+	{lazyre.New(`\b(npx|pnpx|bunx|uvx)\b|\b(pnpm|yarn|bun)\s+dlx\b|\b(pipx|uv\s+tool)\s+run\b|\bnpm\s+(exec|x)\b|\bdeno\s+run\b.*\b(https?|npm|jsr):`), "runs a package straight from a registry (remote code)", false},
+	{lazyre.New(`\b(npm|pnpm|yarn|bun)\s+(install|i|add)\b.*(git\+|https?://|github:)`), "installs JavaScript code from a URL (remote code)", false},
+	{lazyre.New(`\bgo\s+(install|run)\b.*@`), "installs or runs a Go module from the network (remote code)", false},
+	{lazyre.New(`\bcargo\s+install\b.*--git\b`), "installs Rust code from a git URL (remote code)", false},
 	{registryInstallRE, "installs a package from a registry, with whatever code it runs (remote code)", false},
-	{regexp.MustCompile(`\bgit\s+clone\b`), "clones code from elsewhere", false},
-	{regexp.MustCompile(`\b(add-apt-repository|apt-key)\b|sources\.list`), "adds a package source", false},
-	{regexp.MustCompile(`\b(curl|wget)\b`), "downloads from the network", false},
-	{regexp.MustCompile(`\bsudo\b|\bpkexec\b|\bsu\s+-`), "asks for root (refused in broker and offline modes)", true},
+	{lazyre.New(`\bgit\s+clone\b`), "clones code from elsewhere", false},
+	{lazyre.New(`\b(add-apt-repository|apt-key)\b|sources\.list`), "adds a package source", false},
+	{lazyre.New(`\b(curl|wget)\b`), "downloads from the network", false},
+	{lazyre.New(`\bsudo\b|\bpkexec\b|\bsu\s+-`), "asks for root (refused in broker and offline modes)", true},
 }
 
 // registryInstallRE matches installs from language registries: npm/pnpm/bun global installs,
 // yarn global, pip (also "python -m pip", "uv pip"), pipx, uv tool, gem, go install or get of
 // a non-local package, cargo install of anything but a local path, and their friends.
-var registryInstallRE = regexp.MustCompile(`\b(npm|pnpm|bun)\s+(install|i|add)\b.*\s(-g|--global)\b` +
+var registryInstallRE = lazyre.New(`\b(npm|pnpm|bun)\s+(install|i|add)\b.*\s(-g|--global)\b` +
 	`|\b(npm|pnpm|bun)\s+(install|i|add)\s+(-g|--global)\b|\byarn\s+global\s+add\b` +
 	`|\bpip[0-9.]*\s+install\b|\b(pipx|uv\s+tool)\s+install\b|\buv\s+pip\s+install\b` +
 	`|\bgem\s+install\b|\bgo\s+(install|get)\s+(-\S+\s+)*[^.\s-]|\bcargo\s+install\b(\s+-\S+)*\s+[^.\s-]` +

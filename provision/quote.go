@@ -8,8 +8,8 @@ package provision
 import (
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/shellquote"
-	"regexp"
 	"strings"
 )
 
@@ -36,7 +36,7 @@ func ShellQuote(what, v string) (string, error) {
 
 // userRE is the guest user names git corral accepts: what useradd accepts by default, minus
 // anything sudoers or a shell would read as syntax.
-var userRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+var userRE = lazyre.New(`^[a-z_][a-z0-9_-]{0,31}$`)
 
 // checkUser refuses a guest user name that is not a plain lower-case name. It is written
 // unquoted into sudoers, where quoting does not exist.
@@ -48,7 +48,7 @@ func checkUser(u string) error {
 }
 
 // packageRE is a Debian package name (Debian Policy 5.6.1), optionally with an architecture.
-var packageRE = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(:[a-z0-9]+)?$`)
+var packageRE = lazyre.New(`^[a-z0-9][a-z0-9+.-]+(:[a-z0-9]+)?$`)
 
 // checkPackage refuses a package name that apt would read as an option or a pattern.
 func checkPackage(p string) error {

@@ -29,6 +29,7 @@ import (
 	"text/template"
 
 	"github.com/git-corral/git-corral/boxenv"
+	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/policy"
 )
 
@@ -294,7 +295,7 @@ func heredoc(path, mode, content string) (string, error) {
 	return fmt.Sprintf("install_file %s %s <<'%s'\n%s%s", path, mode, delim, content, delim), nil
 }
 
-var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+var slugRE = lazyre.New(`[^a-z0-9]+`)
 
 // renderRepo wraps one approved repository script.
 func renderRepo(n int, r RepoScript, opts Options, d *guestData) (Script, error) {

@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/git-corral/git-corral/broker"
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // maxManifestBytes caps the manifest file.
@@ -202,7 +202,7 @@ func (p *parser) set(m *Manifest, key string, v any) {
 	}
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // strings checks an array of strings.
 func (p *parser) strings(key string, v any) []string {

@@ -2,15 +2,15 @@ package session
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/shellquote"
 	"github.com/git-corral/git-corral/vm"
 )
 
 // boxNameRE is what a box name is (project.BoxName): nothing ssh_config or a shell reads as syntax.
-var boxNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+var boxNameRE = lazyre.New(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // SSHHost is one box's entry in the ssh_config(5) text git corral ssh-config writes.
 type SSHHost struct {

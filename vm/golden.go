@@ -12,13 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/git-corral/git-corral/internal/atomicfile"
+	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/provision"
 )
@@ -132,7 +132,7 @@ func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox)
 }
 
 // hexRun matches the hex digests in rendered scripts.
-var hexRun = regexp.MustCompile(`[0-9a-f]{16,}`)
+var hexRun = lazyre.New(`[0-9a-f]{16,}`)
 
 // GoldenRoot is where golden bases live.
 func (m *Manager) GoldenRoot() string { return m.Home.Golden() }

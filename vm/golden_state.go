@@ -153,8 +153,11 @@ func scriptHashes(scripts []provision.Script) []string {
 // any box's that resumes it: the resumed guest keeps the build disc's capacity, so a larger disc
 // would read short (seen on a real box: a repository provision script at the disc's end ran
 // cut off, "end of file unexpected"). The resume refuses a disc larger still. 1 MiB: Lima
-// refuses a template over 4 MiB (limatmpl's yBytesLimit).
-var cidataPad = strings.Repeat("# corral-cidata-pad "+strings.Repeat("-", 80)+"\n", 1<<20/101)
+// refuses a template over 4 MiB (limatmpl's yBytesLimit). A function, not a package-level
+// string: built at start, the 1 MiB was the largest cost of every git corral command's start.
+func cidataPad() string {
+	return strings.Repeat("# corral-cidata-pad "+strings.Repeat("-", 80)+"\n", 1<<20/101)
+}
 
 // stateSealScript is the state build box's last provision script; see the package comment above.
 // recipe lists the sha256 of the recipe's provision scripts, which have run in the saved memory
@@ -263,7 +266,7 @@ exit "$code"
 `
 	body := `#!/bin/sh
 # git corral: seal the golden build box and let the host save its running state (vm/golden_state.go).
-` + cidataPad + `
+` + cidataPad() + `
 ` + sealPreamble + `if [ -s ` + goldenFailuresFile + ` ]; then
 	echo "` + stateFailedLine + nonce + `" >/dev/console
 	cat ` + goldenFailuresFile + ` >/dev/console

@@ -23,13 +23,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/shellquote"
 	"io"
 	"net"
 	"os"
 	"os/signal"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -480,7 +480,7 @@ func sshSignal(s os.Signal) ssh.Signal {
 	return ssh.SIGTERM
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // checkEnv refuses names that are not shell variable names and values with NUL bytes; errors
 // name the variable, never the value.
@@ -537,7 +537,7 @@ func remoteCommand(argv []string, dir string) (string, error) {
 		b.WriteString(`exec "$SHELL" -l`)
 		return b.String(), nil
 	}
-	if !shellBuiltins[argv[0]] {
+	if !shellBuiltins()[argv[0]] {
 		// What bash -c does by itself for a lone command, and not after a gate or in-band
 		// check, or in a warm shell: the command replaces the session's shell, so signals
 		// reach it and its own exit status or signal is the session's.
@@ -552,17 +552,18 @@ func remoteCommand(argv []string, dir string) (string, error) {
 	return b.String(), nil
 }
 
-// shellBuiltins are bash's builtins (compgen -b), which exec cannot run.
-var shellBuiltins = map[string]bool{}
-
-func init() {
+// shellBuiltins are bash's builtins (compgen -b), which exec cannot run. Built at the first
+// session, not at start: every git corral command pays for package initialisers.
+var shellBuiltins = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
 	for _, b := range strings.Fields(". : [ alias bg bind break builtin caller cd command compgen complete compopt " +
 		"continue declare dirs disown echo enable eval exec exit export false fc fg getopts hash help history jobs " +
 		"kill let local logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source " +
 		"suspend test times trap true type typeset ulimit umask unalias unset wait") {
-		shellBuiltins[b] = true
+		m[b] = true
 	}
-}
+	return m
+})
 
 // shellQuote quotes s, which the caller has checked holds no NUL (a path, or a value refused
 // with a NUL before it gets here), as one shell word: internal/shellquote, the one quoter.

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lima-vm/lima/pkg/store"
+
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // Snapshots are qcow2 internal snapshots of a STOPPED box's diffdisk (Lima runs qemu-img
@@ -38,7 +39,7 @@ type Snapshot struct {
 // ErrBoxRunning is returned when a snapshot operation needs a stopped box.
 var ErrBoxRunning = errors.New("box is running: snapshots are taken and restored only while it is stopped")
 
-var snapName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+var snapName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // CheckSnapshotName refuses names qemu-img or a terminal could misread.
 func CheckSnapshotName(name string) error {
