@@ -254,7 +254,6 @@ func provisionProbeSaw(t *testing.T, dir, mode, want string, boots int) {
 // is answered (by the host agent), root's password is locked (why su fails in every box) and the
 // pkexec lookup works.
 func TestLockdownControls(t *testing.T) {
-	notYetOnABox(t)
 	dir := newProject(t, "controls")
 	box := boxName(t, dir)
 	cleanupBox(t, box)
