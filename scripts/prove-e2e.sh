@@ -37,7 +37,9 @@ while [ $# -gt 0 ]; do
   *) break ;;
   esac
 done
-rev=${1:-HEAD}
+# The revision is resolved once: the tree, the control and the messages all name the same commit
+# even when the branch moves while the run takes its half hour.
+rev=$(git rev-parse --verify "${1:-HEAD}^{commit}") || { echo "prove-e2e: no such revision '${1:-HEAD}'" >&2; exit 2; }
 base=${CORRAL_E2E_BASE:-/var/tmp/corral-e2e-prove}
 case $base in /*) ;; *) echo "prove-e2e: CORRAL_E2E_BASE must be an absolute path, got '$base'" >&2; exit 2 ;; esac
 log=${PROVE_LOG:-/tmp/prove-e2e-$guard.log}
