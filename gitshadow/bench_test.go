@@ -31,8 +31,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// manyRepo builds the benchmark repository once per test binary run.
+// manyRepo builds the benchmark repository once per test binary run, or uses the one
+// CORRAL_BENCH_MANY names (the top of a tree many.sh built), since building it takes minutes on a
+// loaded machine.
 func manyRepo(b *testing.B) string {
+	if top := os.Getenv("CORRAL_BENCH_MANY"); top != "" {
+		hermetic(b, b.TempDir())
+		return top
+	}
 	manyOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gitshadow-bench-*")
 		if err != nil {

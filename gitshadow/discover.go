@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	gitconfig "github.com/go-git/go-git/v5/config"
@@ -211,7 +213,8 @@ func (b *builder) gitmodules(workTree string) {
 		b.warnf("%s: %v", path, err)
 		return
 	}
-	for name, m := range mods.Submodules {
+	for _, name := range slices.Sorted(maps.Keys(mods.Submodules)) { // a map: sorted, so the plan is the same every run
+		m := mods.Submodules[name]
 		if err := m.Validate(); err != nil || !safeRelPath(m.Path) {
 			b.warnf("%s: submodule %q: path %q skipped: not a plain relative path", path, name, m.Path)
 			continue
