@@ -31,8 +31,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// manyRepo builds the benchmark repository once per test binary run.
+// manyRepo builds the benchmark repository once per test binary run, its submodules initialised
+// (many.sh -i) so that git submodule status does its per-submodule work, or uses the one
+// CORRAL_BENCH_MANY names (the top of a tree many.sh -i built), since building it takes minutes
+// on a loaded machine.
 func manyRepo(b *testing.B) string {
+	if top := os.Getenv("CORRAL_BENCH_MANY"); top != "" {
+		hermetic(b, b.TempDir())
+		return top
+	}
 	manyOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gitshadow-bench-*")
 		if err != nil {
@@ -41,7 +48,7 @@ func manyRepo(b *testing.B) string {
 		}
 		hermetic(b, dir)
 		script, _ := filepath.Abs("testdata/many.sh")
-		out, err := exec.Command("sh", "-eu", script, strconv.Itoa(benchModules), dir).CombinedOutput()
+		out, err := exec.Command("sh", "-eu", script, "-i", strconv.Itoa(benchModules), dir).CombinedOutput()
 		if err != nil {
 			manyErr = err
 			b.Logf("%s", out)
@@ -74,6 +81,26 @@ func BenchmarkDiscover1000Submodules(b *testing.B) {
 	}
 }
 
+// BenchmarkSessionPlan1000Submodules times what a session start pays for the shadow of the same
+// repository: Discover and the boot script rendered from its plan (session/render.go).
+func BenchmarkSessionPlan1000Submodules(b *testing.B) {
+	top := manyRepo(b)
+	ctx := context.Background()
+	p, err := project.Find(ctx, top)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		plan, err := Discover(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := plan.BootScript(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkGuestScript1000Submodules times rendering the guest script for the same plan.
 func BenchmarkGuestScript1000Submodules(b *testing.B) {
 	top := manyRepo(b)
@@ -101,7 +128,8 @@ func BenchmarkSnapshot1000Submodules(b *testing.B) {
 	}
 }
 
-// BenchmarkGitSubmoduleStatus times git submodule status on the same repository, for scale.
+// BenchmarkGitSubmoduleStatus1000 times git submodule status on the same repository, for scale:
+// with the submodules initialised it describes each one (tens of seconds for 1,000).
 func BenchmarkGitSubmoduleStatus1000(b *testing.B) {
 	top := manyRepo(b)
 	for b.Loop() {

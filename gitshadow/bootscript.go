@@ -14,11 +14,24 @@ const GuardPath = "/usr/local/libexec/corral/gitshadow-guard"
 // check installed root-owned at GuardPath. Every path is quoted by ShellQuote,
 // which refuses newlines, so each line of the expectations file is one path.
 func (plan *Plan) BootScript() (string, error) {
-	script, err := plan.GuestScript()
+	all := plan.AllShadows() // sorted and quoted once for the three parts
+	quoted := make(map[string]string, len(all))
+	quote := func(s string) (string, error) {
+		if q, ok := quoted[s]; ok {
+			return q, nil
+		}
+		q, err := ShellQuote(s)
+		if err == nil {
+			quoted[s] = q
+		}
+		return q, err
+	}
+	script, err := plan.guestScript(all, quote)
 	if err != nil {
 		return "", err
 	}
-	guard, err := plan.GuardChecks()
+	exps := expectations(all)
+	guard, err := guardChecks(exps, quote)
 	if err != nil {
 		return "", err
 	}
@@ -26,12 +39,13 @@ func (plan *Plan) BootScript() (string, error) {
 		return "", fmt.Errorf("git shadow guard holds its own heredoc delimiter")
 	}
 	var b strings.Builder
+	b.Grow(len(script) + len(guard) + len(exps)*96)
 	b.WriteString(strings.TrimRight(script, "\n"))
 	b.WriteString("\n\n# git corral: what the guest guard check verifies before every session.\n")
 	b.WriteString("mkdir -p /run/corral /usr/local/libexec/corral\n")
 	b.WriteString("umask 022\n{\n\t:\n")
-	for _, e := range plan.Expectations() {
-		q, err := ShellQuote(e.Path)
+	for _, e := range exps {
+		q, err := quote(e.Path)
 		if err != nil {
 			return "", err
 		}

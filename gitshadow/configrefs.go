@@ -181,7 +181,14 @@ func (b *builder) covered(p string, cands []Shadow) bool {
 	check := func(s Shadow) bool {
 		return s.Path != p && (s.Kind == ReadOnly || s.Kind == Empty || s.Kind == Copy) && inside(p, s.Path)
 	}
-	for _, s := range b.plan.AllShadows() {
+	for _, g := range b.plan.GitDirs { // not AllShadows: it sorts every shadow, once per call
+		for _, s := range g.Shadows {
+			if check(s) {
+				return true
+			}
+		}
+	}
+	for _, s := range b.plan.Extra {
 		if check(s) {
 			return true
 		}

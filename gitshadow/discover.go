@@ -1,13 +1,14 @@
 package gitshadow
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	gitconfig "github.com/go-git/go-git/v5/config"
@@ -59,23 +60,36 @@ func Discover(ctx context.Context, p *project.Project) (*Plan, error) {
 
 // gitDir adds a git dir with the shadows every git dir gets, once.
 func (b *builder) gitDir(dir string, role Role, workTree string) {
-	dir = filepath.Clean(dir)
+	b.listedGitDir(filepath.Clean(dir), role, workTree, nil)
+}
+
+// listedGitDir is gitDir for a clean dir whose listing may already be known (nil: list it now).
+// The listing, kept until children has used it, stands in for an lstat of each shadowed path.
+func (b *builder) listedGitDir(dir string, role Role, workTree string, l listing) {
 	if b.seenDir[dir] {
 		return
 	}
 	b.seenDir[dir] = true
 	b.hostExecuted(dir)
+	if l == nil {
+		l = listDir(dir)
+	}
+	b.listings[dir] = l
 	g := GitDir{Path: dir, Role: role, WorkTree: workTree}
+	pin := Shadow{Path: dir, Kind: Pin, Dir: true, Exists: true} // listDir opened it: a directory, no symlink
+	if l == nil {
+		pin = shadow(dir, Pin, true)
+	}
 	g.Shadows = []Shadow{
-		shadow(dir, Pin, true),
-		shadow(filepath.Join(dir, "config"), Copy, false),
-		shadow(filepath.Join(dir, "config.worktree"), Copy, false),
-		shadow(filepath.Join(dir, "hooks"), Empty, true),
-		shadow(filepath.Join(dir, "commondir"), ReadOnly, false),
-		shadow(filepath.Join(dir, "info"), ReadOnly, true),
+		pin,
+		shadowIn(l, dir, "config", Copy, false),
+		shadowIn(l, dir, "config.worktree", Copy, false),
+		shadowIn(l, dir, "hooks", Empty, true),
+		shadowIn(l, dir, "commondir", ReadOnly, false),
+		shadowIn(l, dir, "info", ReadOnly, true),
 	}
 	if role == RoleWorktree {
-		g.Shadows = append(g.Shadows, shadow(filepath.Join(dir, "gitdir"), ReadOnly, false))
+		g.Shadows = append(g.Shadows, shadowIn(l, dir, "gitdir", ReadOnly, false))
 	}
 	for _, s := range g.Shadows {
 		b.seen[s.Path] = true
@@ -110,11 +124,17 @@ func (b *builder) dotGit(path string) {
 // children adds the git dirs below g: modules/** (absorbed submodules, at any depth), the admin
 // dirs of linked worktrees, and non-absorbed submodules named in g's work tree's .gitmodules.
 func (b *builder) children(g GitDir) {
-	b.walkModules(filepath.Join(g.Path, "modules"))
-	wts, _ := os.ReadDir(filepath.Join(g.Path, "worktrees"))
-	for _, e := range wts {
-		if e.IsDir() {
-			b.gitDir(filepath.Join(g.Path, "worktrees", e.Name()), RoleWorktree, "")
+	l := b.listings[g.Path]
+	delete(b.listings, g.Path)
+	if l.mayHave("modules") {
+		b.walkModules(filepath.Join(g.Path, "modules"))
+	}
+	if l.mayHave("worktrees") {
+		wts, _ := os.ReadDir(filepath.Join(g.Path, "worktrees"))
+		for _, e := range wts {
+			if e.IsDir() {
+				b.gitDir(filepath.Join(g.Path, "worktrees", e.Name()), RoleWorktree, "")
+			}
 		}
 	}
 	if g.WorkTree != "" {
@@ -131,13 +151,21 @@ func (b *builder) walkModules(dir string) {
 		return
 	}
 	b.extra(shadow(dir, Pin, true))
-	for _, e := range ents {
+	ahead := readModuleDirs(dir, ents)
+	for i, e := range ents {
 		if !e.IsDir() {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
-		if isGitDir(sub) {
-			b.gitDir(sub, RoleSubmodule, moduleWorkTree(sub))
+		l := ahead[i].l
+		if c := ahead[i].config; c != nil {
+			b.configs[filepath.Join(sub, "config")] = *c
+		}
+		if l.has("HEAD", false) {
+			b.hasHEAD[sub] = true
+		}
+		if l == nil && isGitDir(sub) || l.has("HEAD", false) {
+			b.listedGitDir(sub, RoleSubmodule, b.moduleWorkTree(sub, l), l)
 			continue
 		}
 		b.walkModules(sub)
@@ -152,8 +180,11 @@ func isGitDir(dir string) bool {
 
 // moduleWorkTree reads core.worktree from a submodule git dir's config, resolved against the git
 // dir, or "" when it is not set or not readable.
-func moduleWorkTree(gitDir string) string {
-	cfg, err := readConfig(filepath.Join(gitDir, "config"))
+func (b *builder) moduleWorkTree(gitDir string, l listing) string {
+	if !l.mayHave("config") {
+		return ""
+	}
+	cfg, err := b.readConfig(filepath.Join(gitDir, "config"), l.has("config", false))
 	if err != nil {
 		return ""
 	}
@@ -167,32 +198,27 @@ func moduleWorkTree(gitDir string) string {
 	return filepath.Clean(wt)
 }
 
-// readConfig parses a git config file with go-git, as data: includes are not followed.
-func readConfig(path string) (*format.Config, error) {
-	data, err := readSmall(path)
-	if err != nil {
-		return nil, err
+// readConfig parses a git config file with go-git, as data (includes are not followed), once:
+// moduleWorkTree and configPointers both read a submodule's config.
+// regular says a listing showed it as a regular file, so there is no need to lstat it again.
+func (b *builder) readConfig(path string, regular bool) (*format.Config, error) {
+	if c, ok := b.configs[path]; ok {
+		return c.cfg, c.err
 	}
-	cfg := format.New()
-	if err := format.NewDecoder(bytes.NewReader(data)).Decode(cfg); err != nil {
-		return nil, fmt.Errorf("parse git config %s: %w", path, err)
+	read := readSmall
+	if regular {
+		read = readRegular
 	}
-	return cfg, nil
+	c := parseConfig(path, read)
+	b.configs[path] = c
+	return c.cfg, c.err
 }
 
-// readSmall reads a regular file of at most maxConfigSize bytes, refusing anything else.
-func readSmall(path string) ([]byte, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read %s: not a regular file", path)
-	}
-	if fi.Size() > maxConfigSize {
-		return nil, fmt.Errorf("read %s: %d bytes, more than %d", path, fi.Size(), maxConfigSize)
-	}
-	return os.ReadFile(path)
+// parsedConfig is one config file as readConfig read it.
+type parsedConfig struct {
+	cfg  *format.Config
+	data []byte
+	err  error
 }
 
 // gitmodules reads workTree/.gitmodules as data and adds every submodule whose work tree holds
@@ -211,33 +237,50 @@ func (b *builder) gitmodules(workTree string) {
 		b.warnf("%s: %v", path, err)
 		return
 	}
-	for name, m := range mods.Submodules {
-		if err := m.Validate(); err != nil || !safeRelPath(m.Path) {
-			b.warnf("%s: submodule %q: path %q skipped: not a plain relative path", path, name, m.Path)
+	names := slices.Sorted(maps.Keys(mods.Submodules)) // a map: sorted, so the plan is the same every run
+	subs := make([]string, len(names))                 // "" for a path that is skipped
+	for i, name := range names {
+		if m := mods.Submodules[name]; m.Validate() == nil && safeRelPath(m.Path) {
+			subs[i] = filepath.Join(workTree, m.Path)
+		}
+	}
+	ahead := readDotGits(subs)
+	for i, name := range names {
+		if subs[i] == "" {
+			b.warnf("%s: submodule %q: path %q skipped: not a plain relative path", path, name, mods.Submodules[name].Path)
 			continue
 		}
-		sub := filepath.Join(workTree, m.Path)
-		b.submoduleWorkTree(sub)
+		b.submoduleWorkTree(subs[i], ahead[i])
 	}
 }
 
-// submoduleWorkTree adds the git dir behind sub/.git.
-func (b *builder) submoduleWorkTree(sub string) {
+// submoduleWorkTree adds the git dir behind sub/.git, from what readDotGits found there.
+func (b *builder) submoduleWorkTree(sub string, d dotGitFile) {
 	dotgit := filepath.Join(sub, ".git")
-	fi, err := os.Lstat(dotgit)
 	switch {
-	case err != nil:
+	case d.err != nil:
 		return
-	case fi.IsDir():
+	case d.fi.IsDir():
 		b.gitDir(dotgit, RoleSubmodule, sub)
-	case fi.Mode().IsRegular():
-		b.dotGit(dotgit)
-		if target, err := readGitFile(dotgit); err == nil {
-			b.gitDir(target, RoleSubmodule, sub)
-		} else {
-			b.warnf("%v", err)
+	case d.fi.Mode().IsRegular(): // what dotGit would lstat again
+		b.hostExecuted(dotgit)
+		b.extra(Shadow{Path: dotgit, Kind: ReadOnly, Exists: true})
+		var target string
+		err := d.rerr
+		if err == nil {
+			target, err = gitFileTarget(dotgit, d.data, b.isGitDir)
 		}
+		if err != nil {
+			b.warnf("%v", err)
+			return
+		}
+		b.gitDir(target, RoleSubmodule, sub)
 	}
+}
+
+// isGitDir is isGitDir without an lstat for a git dir whose listing showed its HEAD.
+func (b *builder) isGitDir(dir string) bool {
+	return b.hasHEAD[filepath.Clean(dir)] || isGitDir(dir)
 }
 
 // readGitFile resolves a .git file ("gitdir: PATH") to an absolute git dir.
@@ -246,6 +289,12 @@ func readGitFile(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return gitFileTarget(path, data, isGitDir)
+}
+
+// gitFileTarget parses the content of the .git file at path: the git dir it names, which
+// isGitDir must accept.
+func gitFileTarget(path string, data []byte, isGitDir func(string) bool) (string, error) {
 	line, _, _ := strings.Cut(string(data), "\n")
 	target, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir: ")
 	if !ok || target == "" {

@@ -18,8 +18,13 @@ type Expectation struct {
 // Expectations lists the mounts the guest script makes, in mount order. The guard check verifies
 // each one; package vm may also compare them against /proc/self/mountinfo itself.
 func (p *Plan) Expectations() []Expectation {
+	return expectations(p.AllShadows())
+}
+
+// expectations lists the mounts the guest script makes for all, in AllShadows' order.
+func expectations(all []Shadow) []Expectation {
 	var out []Expectation
-	for _, s := range p.AllShadows() {
+	for _, s := range all {
 		if s.Kind == Watched || s.Kind == Symlink {
 			continue
 		}
@@ -62,11 +67,16 @@ expect() {
 // round trip, that exits 0 and prints "gitshadow: ok N" when every expected mount is in place,
 // and otherwise prints one "gitshadow: FAIL KIND PATH: REASON" line per problem and exits 1.
 func (p *Plan) GuardChecks() (string, error) {
+	return guardChecks(p.Expectations(), ShellQuote)
+}
+
+// guardChecks renders GuardChecks for exps, quoting each path with quote.
+func guardChecks(exps []Expectation, quote func(string) (string, error)) (string, error) {
 	var b strings.Builder
+	b.Grow(len(guardHead) + len(exps)*128)
 	b.WriteString(guardHead)
-	exps := p.Expectations()
 	for _, e := range exps {
-		q, err := ShellQuote(e.Path)
+		q, err := quote(e.Path)
 		if err != nil {
 			return "", err
 		}

@@ -2,6 +2,7 @@ package gitshadow
 
 import (
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -89,21 +90,41 @@ type Plan struct {
 // AllShadows returns every shadow of the plan, sorted so that a directory comes before anything
 // inside it (the order the guest must mount them in).
 func (p *Plan) AllShadows() []Shadow {
-	var all []Shadow
+	n := len(p.Extra)
 	for _, g := range p.GitDirs {
-		all = append(all, g.Shadows...)
+		n += len(g.Shadows)
 	}
-	all = append(all, p.Extra...)
-	sort.SliceStable(all, func(i, j int) bool {
-		di, dj := strings.Count(all[i].Path, "/"), strings.Count(all[j].Path, "/")
-		if di != dj {
-			return di < dj
+	type keyed struct { // the sort keys, counted once rather than at each comparison
+		depth int
+		pin   bool
+		s     Shadow
+	}
+	ks := make([]keyed, 0, n)
+	add := func(s Shadow) { ks = append(ks, keyed{strings.Count(s.Path, "/"), s.Kind == Pin, s}) }
+	for _, g := range p.GitDirs {
+		for _, s := range g.Shadows {
+			add(s)
 		}
-		if (all[i].Kind == Pin) != (all[j].Kind == Pin) {
-			return all[i].Kind == Pin
+	}
+	for _, s := range p.Extra {
+		add(s)
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		if a.depth != b.depth {
+			return a.depth - b.depth
 		}
-		return all[i].Path < all[j].Path
+		if a.pin != b.pin {
+			if a.pin {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.s.Path, b.s.Path)
 	})
+	all := make([]Shadow, len(ks))
+	for i, k := range ks {
+		all[i] = k.s
+	}
 	return all
 }
 
@@ -129,6 +150,12 @@ type builder struct {
 	// readFiles are the config files read as data; lines caches their key lines.
 	readFiles map[string]bool
 	lines     map[string]map[string][]int
+	// configs are the config files parsed so far; listings the entries of git dirs not yet
+	// processed by children (nil where a git dir could not be listed).
+	configs  map[string]parsedConfig
+	listings map[string]listing
+	// hasHEAD are the dirs a listing showed holding a regular HEAD (isGitDir without an lstat).
+	hasHEAD map[string]bool
 }
 
 func newBuilder(top string) *builder {
@@ -137,6 +164,7 @@ func newBuilder(top string) *builder {
 			OutsideTopLevel: []string{}, Warnings: []string{}},
 		seenDir: map[string]bool{}, seen: map[string]bool{}, hostExe: map[string]bool{}, refSeen: map[string]bool{},
 		readFiles: map[string]bool{}, lines: map[string]map[string][]int{},
+		configs: map[string]parsedConfig{}, listings: map[string]listing{}, hasHEAD: map[string]bool{},
 	}
 }
 

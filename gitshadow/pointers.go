@@ -93,8 +93,12 @@ func (b *builder) configPointers(g GitDir) {
 	if base == "" {
 		base = g.Path
 	}
+	l := b.listings[g.Path]
 	for _, name := range []string{"config", "config.worktree"} {
-		b.dataConfig(filepath.Join(g.Path, name), base, 0)
+		if l.mayHave(name) {
+			b.readConfig(filepath.Join(g.Path, name), l.has(name, false)) // dataConfig finds it read
+			b.dataConfig(filepath.Join(g.Path, name), base, 0)
+		}
 	}
 }
 
@@ -105,7 +109,7 @@ func (b *builder) dataConfig(file, base string, depth int) {
 		return
 	}
 	b.readFiles[file] = true
-	cfg, err := readConfig(file)
+	cfg, err := b.readConfig(file, false)
 	if err != nil {
 		if !os.IsNotExist(err) {
 			b.warnf("%v", err)
@@ -137,7 +141,9 @@ func (b *builder) dataConfig(file, base string, depth int) {
 func (b *builder) origin(file, key string, nth int) string {
 	lines, ok := b.lines[file]
 	if !ok {
-		if data, err := readSmall(file); err == nil {
+		if c, ok := b.configs[file]; ok && c.err == nil {
+			lines = keyLines(string(c.data))
+		} else if data, err := readSmall(file); err == nil {
 			lines = keyLines(string(data))
 		}
 		b.lines[file] = lines

@@ -124,18 +124,24 @@ chmod 0755 "$state"
 // discovery is skipped (the host snapshot watches it instead). It fails on any path that cannot
 // be quoted.
 func (p *Plan) GuestScript() (string, error) {
+	return p.guestScript(p.AllShadows(), ShellQuote)
+}
+
+// guestScript renders GuestScript for all (the plan's AllShadows), quoting each path with quote.
+func (p *Plan) guestScript(all []Shadow, quote func(string) (string, error)) (string, error) {
 	var b strings.Builder
+	b.Grow(len(scriptHead) + len(all)*96)
 	b.WriteString(scriptHead)
 	for _, d := range p.OutsideTopLevel { // before the pins: a bind mount keeps its source's flags
-		q, err := ShellQuote(d)
+		q, err := quote(d)
 		if err != nil {
 			return "", err
 		}
 		b.WriteString("git_mount " + q + "\n")
 	}
 	n := 0
-	for _, s := range p.AllShadows() {
-		line, err := scriptLine(s, &n)
+	for _, s := range all {
+		line, err := scriptLine(s, &n, quote)
 		if err != nil {
 			return "", err
 		}
@@ -149,11 +155,11 @@ func (p *Plan) GuestScript() (string, error) {
 
 // scriptLine is the helper call that applies one shadow, or "" for a watched path. n numbers
 // the guest-local copies.
-func scriptLine(s Shadow, n *int) (string, error) {
+func scriptLine(s Shadow, n *int, quote func(string) (string, error)) (string, error) {
 	if s.Kind == Watched || s.Kind == Symlink {
 		return "", nil
 	}
-	q, err := ShellQuote(s.Path)
+	q, err := quote(s.Path)
 	if err != nil {
 		return "", err
 	}

@@ -1,10 +1,18 @@
 #!/bin/sh
 # Builds a valid repository with N absorbed submodules in DIR/top (for the discovery benchmark):
-#   many.sh N DIR
+#   many.sh [-i] N DIR
+# With -i the submodules are also initialised (git submodule init: submodule.NAME.url and
+# .active in top/.git/config), as in a clone made with --recurse-submodules; only then does
+# git submodule status do its per-submodule work, so its figure is a fair baseline.
 # One template submodule is made with git, then copied N times as .git/modules/mNNNN with its
 # core.worktree and a .git file in the work tree, and registered in .gitmodules and the index
 # as gitlinks in one update-index call, which is what git submodule add would leave behind.
 set -eu
+init=
+if [ "${1:-}" = -i ]; then
+	init=1
+	shift
+fi
 n=$1
 dir=$2
 mkdir -p "$dir"
@@ -34,3 +42,6 @@ done
 git -C top update-index --index-info <index-info
 git -C top add .gitmodules
 git -C top commit -q -m "$n submodules"
+if [ -n "$init" ]; then
+	git -C top submodule init -q
+fi
