@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-corral/git-corral/internal/plainrelay"
 )
 
 // stepBroker is a broker allowing sink (a literal loopback address) and the name "sink.test",
@@ -199,46 +201,8 @@ func plainRelay(b *testing.B) string {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go relayPlain(c)
-		}
-	}()
+	go plainrelay.Serve(ln)
 	return ln.Addr().String()
-}
-
-func relayPlain(c net.Conn) {
-	defer c.Close()
-	rd := bufio.NewReader(c)
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return
-	}
-	for {
-		l, err := rd.ReadString('\n')
-		if err != nil {
-			return
-		}
-		if l == "\r\n" {
-			break
-		}
-	}
-	f := strings.Fields(line)
-	if len(f) < 2 {
-		return
-	}
-	up, err := net.Dial("tcp", f[1])
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n")
-	go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
-	io.Copy(c, up)
 }
 
 // BenchmarkPlainRelayConnect is the baseline for BenchmarkConnectSetup: the same client

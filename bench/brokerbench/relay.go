@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/git-corral/git-corral/internal/plainrelay"
 )
 
 // serveRelay runs the plain relay on a loopback port, printing its address first, until the
@@ -30,52 +32,7 @@ func serveRelay() error {
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return err
-		}
-		go relayOne(c)
-	}
-}
-
-func relayOne(c net.Conn) {
-	defer c.Close()
-	rd := bufio.NewReader(c)
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return
-	}
-	for {
-		l, err := rd.ReadString('\n')
-		if err != nil {
-			return
-		}
-		if l == "\r\n" {
-			break
-		}
-	}
-	f := strings.Fields(line)
-	if len(f) < 2 || f[0] != "CONNECT" {
-		return
-	}
-	up, err := net.Dial("tcp", f[1])
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		return
-	}
-	done := make(chan struct{})
-	go func() {
-		io.Copy(up, c)
-		up.(*net.TCPConn).CloseWrite()
-		close(done)
-	}()
-	io.Copy(c, up)
-	c.(*net.TCPConn).CloseWrite()
-	<-done
+	return plainrelay.Serve(ln)
 }
 
 // startRelay starts this program again as the plain relay.
