@@ -161,6 +161,24 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// firstLine starts cmd and returns the first line it prints (the address it listens on).
+func firstLine(cmd *exec.Cmd, what string) (string, error) {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return "", fmt.Errorf("no address from %s: %w", what, err)
+	}
+	return strings.TrimSpace(line), nil
+}
+
 func startCorral(tmp, sinkAddr string) (*target, error) {
 	secretFile := filepath.Join(tmp, "secret")
 	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
@@ -171,20 +189,11 @@ func startCorral(tmp, sinkAddr string) (*target, error) {
 		"--max-tunnels", strconv.Itoa(*idle+100), "--rate", "100000")
 	cmd.Env = append(os.Environ(), "CORRAL_HOME="+filepath.Join(tmp, "corral"))
 	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	line, err := firstLine(cmd, "broker")
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, fmt.Errorf("no address from broker: %w", err)
-	}
-	return &target{name: "corral", proxy: strings.TrimSpace(line), auth: true, cmd: cmd}, nil
+	return &target{name: "corral", proxy: line, auth: true, cmd: cmd}, nil
 }
 
 func startSquid(tmp, sinkAddr string) (*target, error) {

@@ -9,13 +9,11 @@ package main
 // every other proxy, and only ever listens on loopback.
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"strings"
 
 	"github.com/git-corral/git-corral/internal/plainrelay"
 )
@@ -47,18 +45,10 @@ func startRelay(tmp, sinkAddr string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := firstLine(cmd, "the plain relay")
 	if err != nil {
 		in.Close()
-		cmd.Wait()
-		return nil, fmt.Errorf("no address from the plain relay: %w", err)
+		return nil, err
 	}
-	return &target{name: "relay", proxy: strings.TrimSpace(line), cmd: cmd, stdin: in}, nil
+	return &target{name: "relay", proxy: line, cmd: cmd, stdin: in}, nil
 }
