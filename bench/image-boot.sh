@@ -9,19 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=${1:?usage: bench/image-boot.sh OLD_IMAGE_HASH}
-CORRAL_USER=${CORRAL_USER:-corral-ci}
 PAIRS=${PAIRS:-2}
 BASE=/var/tmp/corral-bench-image
-LIMACTL=/usr/local/lib/git-corral/lima/bin/limactl
-QEMU="qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
-mkdir -p "$BASE/bin"
-go build -o "$BASE/bin/git-corral" ./cmd/git-corral
-chmod 755 "$BASE" "$BASE/bin" "$BASE/bin/git-corral"
-GC="$BASE/bin/git-corral"
-U() { runuser -u "$CORRAL_USER" -- env -i HOME="$BASE/home" CORRAL_HOME="$BASE/home" LIMA_HOME="$BASE/home/lima" \
-  PATH=/usr/local/bin:/usr/bin:/bin QEMU_SYSTEM_X86_64="$QEMU" "$@"; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 cleanup() {
   U "$GC" -C "$BASE/proj" delete --yes >/dev/null 2>&1 || true
   for b in $(U "$LIMACTL" --tty=false list --format '{{.Name}}' 2>/dev/null || true); do
