@@ -11,20 +11,12 @@
 # Every box it starts is stopped and deleted on exit. Needs: scripts/setup.sh done, hyperfine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CORRAL_USER=${CORRAL_USER:-corral-ci}
 RUNS=${RUNS:-15}
 BOOTS=${BOOTS:-1}   # create-to-ready pairs (git corral, then raw limactl); 0 skips them
 NETWORK=${NETWORK:-full}  # the box's network mode: full, broker or offline
 BASE=/var/tmp/corral-bench
-LIMACTL=/usr/local/lib/git-corral/lima/bin/limactl
-QEMU="qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
-mkdir -p "$BASE/bin"
-go build -o "$BASE/bin/git-corral" ./cmd/git-corral
-chmod 755 "$BASE" "$BASE/bin" "$BASE/bin/git-corral"
-U() { runuser -u "$CORRAL_USER" -- env -i HOME="$BASE/home" CORRAL_HOME="$BASE/home" LIMA_HOME="$BASE/home/lima" \
-  PATH=/usr/local/bin:/usr/bin:/bin QEMU_SYSTEM_X86_64="$QEMU" "$@"; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 rm -rf "${BASE:?}/home" "${BASE:?}/proj"
 install -d -o "$CORRAL_USER" "$BASE/home" "$BASE/proj"
