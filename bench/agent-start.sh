@@ -52,13 +52,21 @@ trap cleanup EXIT
 echo "# $(date -u +%FT%TZ) agent $AGENT; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg); git corral $(git rev-parse --short HEAD)"
 
 # ---- 1. start to the agent's first output, on a box that exists ----------------------------
-fresh
+# KEEP_HOME=1 keeps the previous run's CORRAL_HOME (its store and golden base), deleting only
+# its boxes: the install is then the "present" check and the box resumes the kept base.
+if [ "${KEEP_HOME:-0}" = 1 ] && [ -d "$BASE/home/agents" ]; then
+  cleanup
+  how="store kept (KEEP_HOME=1)"
+else
+  fresh
+  how="cold, fresh CORRAL_HOME"
+fi
 t=$(now); U "$GC" -C "$BASE/proj" agents install "$AGENT" >/dev/null
-echo "RESULT agents install $AGENT (cold, fresh CORRAL_HOME): $(since "$t")s"
+echo "RESULT agents install $AGENT ($how): $(since "$t")s"
 t=$(now); U "$GC" -C "$BASE/proj" run --yes -- true 2>/dev/null
 echo "RESULT box creation (run --yes -- true): $(since "$t")s"
 U "$GC" -C "$BASE/proj" start --yes | head -3
-U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/start.json" \
+U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/start.json" \
   -n "git corral run -- true" "$GC -C $BASE/proj run -- true" \
   -n "git corral start ($AGENT --version)" "$GC -C $BASE/proj start" \
   -n "git corral run -- $AGENT --version" "$GC -C $BASE/proj run -- $AGENT --version" \
