@@ -18,22 +18,12 @@
 #   AGENT=codex RUNS=5 bash bench/agent-start.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CORRAL_USER=${CORRAL_USER:-corral-ci}
 AGENT=${AGENT:-claude}
 RUNS=${RUNS:-10}
 GOLDEN=${GOLDEN:-1}   # 0 skips part 2 (another golden base and three more boxes)
 BASE=/var/tmp/corral-bench-agent
-LIMACTL=/usr/local/lib/git-corral/lima/bin/limactl
-QEMU="qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
-mkdir -p "$BASE/bin"
-go build -o "$BASE/bin/git-corral" ./cmd/git-corral
-chmod 755 "$BASE" "$BASE/bin" "$BASE/bin/git-corral"
-GC="$BASE/bin/git-corral"
-HOMEDIR="$BASE/home"
-U() { runuser -u "$CORRAL_USER" -- env -i HOME="$HOMEDIR" CORRAL_HOME="$HOMEDIR" LIMA_HOME="$HOMEDIR/lima" \
-  PATH=/usr/local/bin:/usr/bin:/bin QEMU_SYSTEM_X86_64="$QEMU" "$@"; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 # fresh HOME: an empty CORRAL_HOME with default_agent set, and a project in it.
 fresh() {
