@@ -275,4 +275,3 @@ func boxName(t *testing.T, dir string) string {
 	}
 	return info.Box
 }
-
