@@ -240,6 +240,9 @@ done
 if [ ! -s /etc/machine-id ]; then
 	od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >/etc/machine-id.tmp && echo >>/etc/machine-id.tmp && mv -f /etc/machine-id.tmp /etc/machine-id
 fi
+if [ "$(cat /etc/corral/mode 2>/dev/null)" = full ]; then
+	CIDATA=/mnt/lima-cidata
+` + resumeDNS + `fi
 # Lima's readiness probe for the user session may go on; READY waits for boot.sh's end.
 cp /mnt/lima-cidata/meta-data /run/lima-ssh-ready
 if [ "$(cat /etc/corral/mode 2>/dev/null)" != full ]; then
@@ -288,6 +291,22 @@ exec /bin/sh /run/corral/golden-resume
 `
 	return provision.Script{Name: goldenSealName, Mode: provision.ModeSystem, Body: body}
 }
+
+// resumeDNS is the resume's step for Lima's DNS NAT in a full box, run with CIDATA set to the new
+// box's cidata. Lima's host resolver listens on a new port at every start of a box, and the NAT
+// the build box's boot made (boot/09-host-dns-setup.sh) points at the build box's port, where
+// nothing answers, or something else does: that boot script runs again with this box's
+// lima.env. (A locked box has no host resolver, and its lockdown owns the whole ruleset.)
+const resumeDNS = `	dns=$CIDATA/boot/09-host-dns-setup.sh
+	if [ -f "$dns" ]; then
+		# shellcheck disable=SC2163 # export each NAME=VALUE line, as Lima's boot.sh does
+		if ! (while read -r line; do [ -n "$line" ] && export "$line"; done <"$CIDATA/lima.env" && sh "$dns" >/dev/null 2>&1); then
+			echo "corral: cannot point Lima's DNS NAT at this box's host resolver ($dns failed)" >&2
+			exit 1
+		fi
+		echo "corral: DNS NAT to this box's host resolver, port $(sed -n 's/^LIMA_CIDATA_UDP_DNS_LOCAL_PORT=//p' "$CIDATA/lima.env")"
+	fi
+`
 
 // waitSerial waits for the build box's seal to print its line with nonce on the serial console
 // (serial.log), and returns which: stateReadyLine, stateFailedLine or stateUnsupportedLine. It

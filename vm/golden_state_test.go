@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -333,5 +334,79 @@ func TestSealFitsLimaTemplate(t *testing.T) {
 	s := stateSealScript("0123456789abcdef", "/home/u/p", nil)
 	if n := len(s.Body); n < 1<<20 || n > 2<<20 {
 		t.Errorf("seal script is %d bytes: want the 1 MiB pad and room under Lima's 4 MiB template limit", n)
+	}
+}
+
+// TestResumeDNSNAT runs the resume's DNS step in a network namespace of its own, with Lima's own
+// boot/09-host-dns-setup.sh: a full box resumed from a golden state had its DNS NAT pointing at
+// the build box's host-resolver port (the 2026-12-01 CI's "Lima's resolver address is answered"
+// failure). Before the step the NAT names the build box's port (the control: the state the step
+// must change), after it only the new box's.
+func TestResumeDNSNAT(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: runs iptables in a private network namespace (CI runs as root)")
+	}
+	for _, tool := range []string{"unshare", "iptables", "iptables-save"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (scripts/setup.sh installs it): %v", tool, err)
+		}
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/lima-vm/lima").Output()
+	if err != nil {
+		t.Fatalf("go list the Lima module: %v", err)
+	}
+	limaBoot, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "pkg/cidata/cidata.TEMPLATE.d/boot/09-host-dns-setup.sh"))
+	if err != nil {
+		t.Fatalf("Lima's DNS boot script: %v", err)
+	}
+	cidata := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cidata, "boot"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cidata, "boot/09-host-dns-setup.sh"), limaBoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := func(port int) string {
+		return fmt.Sprintf("LIMA_CIDATA_SLIRP_DNS=192.168.5.3\nLIMA_CIDATA_SLIRP_GATEWAY=192.168.5.2\nLIMA_CIDATA_UDP_DNS_LOCAL_PORT=%d\nLIMA_CIDATA_TCP_DNS_LOCAL_PORT=%d\n", port, port+1)
+	}
+	// The build box's boot, then the resume with the new box's lima.env.
+	build := filepath.Join(t.TempDir(), "build.env")
+	if err := os.WriteFile(build, []byte(env(41000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cidata, "lima.env"), []byte(env(52000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -u
+(while read -r line; do [ -n "$line" ] && export "$line"; done <"$BUILD_ENV" && sh "$CIDATA/boot/09-host-dns-setup.sh" >/dev/null 2>&1) || exit 7
+echo BEFORE; iptables-save -t nat
+echo AFTER
+` + resumeDNS + `iptables-save -t nat
+`
+	cmd := exec.Command("unshare", "--net", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "CIDATA="+cidata, "BUILD_ENV="+build)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the DNS step in a network namespace: %v\n%s", err, b)
+	}
+	before, after, ok := strings.Cut(string(b), "\nAFTER\n")
+	if !ok {
+		t.Fatalf("no AFTER mark:\n%s", b)
+	}
+	for _, c := range []struct {
+		what, text, want, not string
+	}{
+		{"before the resume (the control)", before, "192.168.5.2:41000", "192.168.5.2:52000"},
+		{"after the resume", after, "192.168.5.2:52000", "192.168.5.2:41000"},
+	} {
+		if !strings.Contains(c.text, "-d 192.168.5.3/32 -p udp -m udp --dport 53 -j DNAT --to-destination "+c.want) {
+			t.Errorf("%s the NAT does not send DNS to %s:\n%s", c.what, c.want, c.text)
+		}
+		if strings.Contains(c.text, c.not) {
+			t.Errorf("%s the NAT still names %s:\n%s", c.what, c.not, c.text)
+		}
+	}
+	if !strings.Contains(after, "corral: DNS NAT to this box's host resolver, port 52000") {
+		t.Errorf("the step does not say what it did:\n%s", after)
 	}
 }
