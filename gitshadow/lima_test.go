@@ -67,8 +67,11 @@ func TestLimaBox(t *testing.T) {
 	if out, err := box.shell(work, guard, "sh", "-s"); err != nil {
 		t.Fatalf("guard check in the box: %v\n%s", err, out)
 	}
+	// One stream, in order: ssh carries the guest's stdout and stderr on two channels, and a
+	// stderr line landing inside a "step: status" line hid the step (CI of 66f70fe).
 	agent := strings.NewReplacer("$C", canary, "$R", root).Replace(`
 set +e
+exec 2>&1
 export GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=a@e GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=a@e
 export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 id
