@@ -69,8 +69,12 @@ U hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$BASE/home/start.json" \
 golden() { # variant
   local t dir
   U "$GC" -C "$BASE/proj" run --yes -- true >/dev/null 2>&1
-  t=$(now); U "$GC" -C "$BASE/proj2" run --yes -- true >/dev/null 2>&1
+  t=$(now); U "$GC" -C "$BASE/proj2" run --yes -- true 2>&1 >/dev/null | grep -E '^[0-9:]+ corral: ' | sed 's/^/  /'
   echo "RESULT $1: second box from the golden base, create to ready: $(since "$t")s"
+  # The guest's side of that creation: from the resume to the box adapted, step by step.
+  local box
+  box=$(boxes | grep '^proj2-' | head -1)
+  grep -a 'lima-init\[[0-9]*\]: \(corral\|gitshadow\)' "$BASE/home/lima/$box/serial.log" 2>/dev/null | sed 's/^/  guest /' || true
   dir=$(find "$BASE/home/golden" -name golden.qcow2 -printf '%h\n' | head -1)
   echo "RESULT $1: golden.qcow2 $(du -m --apparent-size "$dir/golden.qcow2" | cut -f1) MB, golden.state $(du -m --apparent-size "$dir/golden.state" | cut -f1) MB"
 }
