@@ -46,7 +46,8 @@ import (
 //     with "-incoming" from the state. The guest goes on where the build box stopped: the waiting
 //     script sees a different cidata disc (each box's own, with its hostname, mounts and
 //     scripts), and does for the new box what a boot would have done differently: the clock from
-//     the RTC, the new cidata (hostname, keys, the project's 9p mount through lima-init), the
+//     the RTC, the new cidata (hostname, keys, the project's 9p mount through lima-init), in a
+//     full box Lima's DNS NAT to this box's host resolver (a new port at every start), the
 //     project mount's nosuid, and every provision script of the new box that is not one of the
 //     recipe's (the git shadow, the repository's own), which already ran in this memory. Then
 //     boot.sh finishes and writes /run/lima-boot-done for this box, and Lima says READY.
