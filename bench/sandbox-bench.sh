@@ -48,6 +48,7 @@ for l in /bin /sbin /lib /lib32 /lib64 /libx32; do
   if [ -L "$l" ]; then links+=(--symlink "$(readlink "$l")" "$l"); elif [ -d "$l" ]; then links+=(--ro-bind "$l" "$l"); fi
 done
 bare="bwrap --unshare-all --unshare-user --disable-userns --die-with-parent --new-session --clearenv --ro-bind /usr /usr ${links[*]} --proc /proc --dev /dev --tmpfs /tmp true"
+echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores, $(uname -r)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 hyperfine -N -w 5 -r "$runs" --export-json "$work/out.json" \
   -n true true -n bwrap "$bare" -n "git corral sandbox -h" "$gc sandbox -h" \
