@@ -77,7 +77,6 @@ func TestKeysLifecycle(t *testing.T) {
 			t.Errorf("commit in the box carries %q, want the host's %q", got, want)
 		}
 		ended := time.Now()
-		began := ended
 		if st := boxStatus(t, box); st != "Running" {
 			t.Fatalf("box is %s right after the run: without stop_on_exit and before idle_stop it must still run", st)
 		}
@@ -85,7 +84,7 @@ func TestKeysLifecycle(t *testing.T) {
 		if d := time.Since(ended); d < 20*time.Second {
 			t.Errorf("box stopped %v after its session, before idle_stop 20s", d)
 		}
-		auditStop(t, box, "idle_stop 20s", began)
+		auditStop(t, box, "idle_stop 20s", ended)
 	})
 }
 
