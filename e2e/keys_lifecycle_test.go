@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-corral/git-corral/audit"
 )
 
 // boxStatus is the box's state as limactl itself reports it: no git corral command runs, so
@@ -98,23 +96,12 @@ func auditStop(t *testing.T, box, reason string, since time.Time) {
 	const auditBound = 60 * time.Second
 	seen := time.Now()
 	for {
-		b, err := os.ReadFile(filepath.Join(suite.home, "logs", "sessions.jsonl"))
+		res, err := audit.Read(filepath.Join(suite.home, "logs", "sessions.jsonl"), audit.Filter{Box: box})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var r struct {
-				Time   time.Time `json:"time"`
-				Event  string    `json:"event"`
-				Box    string    `json:"box"`
-				Detail string    `json:"detail"`
-			}
-			if json.Unmarshal(sc.Bytes(), &r) != nil {
-				continue
-			}
-			if r.Event == "stop" && r.Box == box && strings.Contains(r.Detail, reason) && !r.Time.Before(since.Add(-time.Second)) {
+		for _, r := range res.Records {
+			if r.Event == audit.EventStop && strings.Contains(r.Detail, reason) && !r.Time.Before(since) {
 				t.Logf("audited %v after the stop was seen: %s", time.Since(seen).Round(100*time.Millisecond), r.Detail)
 				return
 			}
