@@ -183,7 +183,7 @@ func TestSeccompFilterABI(t *testing.T) {
 		want(fmt.Sprintf("native %s", name), evalFilter(t, vm, uint32(native.ID), uint32(native.SyscallNames[name])), retAllow)
 	}
 	// open_tree_attr (Linux 6.15) is open_tree with mount attributes: the mount API.
-	for _, name := range append(slices.Concat(deniedSyscalls, refusedCalls), "open_tree_attr") {
+	for _, name := range append(slices.Concat(deniedNames(), refusedCalls), "open_tree_attr") {
 		want(fmt.Sprintf("native %s", name), evalFilter(t, vm, uint32(native.ID), uint32(native.SyscallNames[name])), retEPERM)
 	}
 	clone := uint32(native.SyscallNames["clone"])
@@ -193,6 +193,28 @@ func TestSeccompFilterABI(t *testing.T) {
 	ioctl := uint32(native.SyscallNames["ioctl"])
 	want("native ioctl TIOCGWINSZ", evalFilter(t, vm, uint32(native.ID), ioctl, 0, unix.TIOCGWINSZ), retAllow)
 	want("native ioctl TIOCSTI", evalFilter(t, vm, uint32(native.ID), ioctl, 0, unix.TIOCSTI|1<<32), retEPERM)
+}
+
+// TestSeccompDenyListTables checks the deny list against the system call tables of both
+// architectures the sandbox builds for, on any host: every name on it exists on both (a name
+// missing on one fails the filter's assembly there, and the light tier refuses to run), and the
+// x86-only names exist on x86_64, so that dropping them elsewhere drops nothing on x86_64.
+func TestSeccompDenyListTables(t *testing.T) {
+	for _, a := range []*arch.Info{arch.X86_64, arch.AARCH64} {
+		for _, name := range slices.Concat(deniedSyscalls, []string{"clone", "clone3", "ioctl", "open_tree_attr"}) {
+			if _, ok := a.SyscallNames[name]; !ok {
+				t.Errorf("%s has no system call %q: the filter does not assemble there", a.Name, name)
+			}
+		}
+	}
+	for _, name := range deniedX86Syscalls {
+		if _, ok := arch.X86_64.SyscallNames[name]; !ok {
+			t.Errorf("x86_64 has no system call %q", name)
+		}
+	}
+	if runtime.GOARCH == "amd64" && len(deniedNames()) != len(deniedSyscalls)+len(deniedX86Syscalls) {
+		t.Errorf("on x86_64 the deny list is %v, want deniedSyscalls and %v", deniedNames(), deniedX86Syscalls)
+	}
 }
 
 // abiProbe is a tiny static x86_64 program: it makes one system call through entry (int 0x80

@@ -19,7 +19,7 @@ package sandbox
 //     request_key, userfaultfd, io_uring (its operations bypass seccomp), syslog;
 //   - the mount API and namespaces: mount, umount2, pivot_root, the new mount API (with
 //     open_tree_attr), setns, unshare, and clone with any CLONE_NEW* flag;
-//   - kernel modules, kexec, reboot, swap, accounting, quotas, I/O ports;
+//   - kernel modules, kexec, reboot, swap, accounting, quotas, I/O ports (x86 only);
 //   - setting clocks: clock_settime, clock_adjtime, settimeofday, adjtimex;
 //   - memfd_create and memfd_secret, so that no program is executed from anonymous memory;
 //   - ioctl TIOCSTI and TIOCLINUX on any descriptor, compared on the low 32 bits of the
@@ -33,6 +33,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -48,9 +49,26 @@ var deniedSyscalls = []string{
 	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
 	"fspick", "mount_setattr", "open_tree_attr", "setns", "unshare",
 	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
-	"swapon", "swapoff", "acct", "quotactl", "iopl", "ioperm", "open_by_handle_at",
+	"swapon", "swapoff", "acct", "quotactl", "open_by_handle_at",
 	"clock_settime", "clock_adjtime", "settimeofday", "adjtimex",
 	"memfd_create", "memfd_secret",
+}
+
+// deniedX86Syscalls fail with EPERM where they exist: the I/O port calls, which only x86 has
+// (an arm64 table without them must not fail the whole filter).
+var deniedX86Syscalls = []string{"iopl", "ioperm"}
+
+// deniedNames is deniedSyscalls and those of deniedX86Syscalls the native table has.
+func deniedNames() []string {
+	names := slices.Clone(deniedSyscalls)
+	if native, err := arch.GetInfo(""); err == nil {
+		for _, n := range deniedX86Syscalls {
+			if _, ok := native.SyscallNames[n]; ok {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // namespaceFlags are the clone flags that make a new namespace.
@@ -70,7 +88,7 @@ func seccompPolicy() seccomp.Policy {
 	return seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionErrno, Names: deniedSyscalls},
+			{Action: seccomp.ActionErrno, Names: deniedNames()},
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
 			{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{
 				{Name: "clone", Conditions: seccomp.ArgumentConditions{
