@@ -16,8 +16,8 @@ var proofs = map[string][]string{
 	"idle_stop":      {"e2e.TestKeysLifecycle", "session.TestIdleStopByItself", "session.TestBoxWatcherEnds"},
 	"memory":         {"vm.TestRenderGolden"},
 	"provision":      {"e2e.TestGuardsFullMode"},
-	"snapshot":       {"e2e.TestGoldenSnapshotUndo"},
-	"snapshots_keep": {"e2e.TestGoldenSnapshotUndo"},
+	"snapshot":       {"session.TestAutoSnapshot"},
+	"snapshots_keep": {"session.TestAutoSnapshot"},
 	"stop_on_exit":   {"e2e.TestKeysLifecycle", "session.TestStopOnExitLastSession", "session.TestStopOnExitSessionDuringStop"},
 
 	"agent_state":          {"e2e.TestAgents"},
