@@ -8,13 +8,13 @@ package policy
 // CI does not set). A key not worth proving is removed from the table, the docs and the loader.
 var proofs = map[string][]string{
 	"box_dirs":       {"e2e.TestKeysHide"},
-	"cpus":           {"vm.TestRenderGolden"},
+	"cpus":           {"vm.TestSizeKeysMakeTheBox"},
 	"default_agent":  {"e2e.TestAgents"},
-	"disk":           {"vm.TestRenderGolden"},
+	"disk":           {"vm.TestSizeKeysMakeTheBox"},
 	"golden":         {"e2e.TestGoldenSnapshotUndo"},
 	"hide":           {"e2e.TestKeysHide"},
 	"idle_stop":      {"e2e.TestKeysLifecycle", "session.TestIdleStopByItself", "session.TestBoxWatcherEnds"},
-	"memory":         {"vm.TestRenderGolden"},
+	"memory":         {"vm.TestSizeKeysMakeTheBox"},
 	"provision":      {"e2e.TestGuardsFullMode"},
 	"snapshot":       {"session.TestAutoSnapshot"},
 	"snapshots_keep": {"session.TestAutoSnapshot"},
@@ -40,12 +40,12 @@ var proofs = map[string][]string{
 	"env_from_host":     {"boxenv.TestEnvFromHostFailsClosed"},
 	"forward_env":       {"boxenv.TestAssembleOnlyNamedVariables"},
 	"git_tokens":        {"boxenv.TestGitTokens"},
-	"image":             {"session.TestImageKey"},
+	"image":             {"vm.TestImageKeyMakesTheBox", "session.TestImageKey"},
 	"mounts":            {"e2e.TestKeysMountsPorts"},
 	"name":              {"session.TestBoxName"},
 	"ports":             {"e2e.TestKeysMountsPorts", "e2e.TestGuardsFullMode", "provision.TestSSHDConfEditorForwards", "session.TestRelayOnlyAfterGuard"},
-	"ssh_agent":         {"session.TestAgentSocketWarns"},
-	"timeout":           {"session.TestRunTimeout"},
+	"ssh_agent":         {"session.TestSSHAgentKeyForwards", "session.TestAgentSocketWarns"},
+	"timeout":           {"session.TestTimeoutKeyEndsRun", "session.TestRunTimeout"},
 }
 
 // Proof returns the tests that prove the key's effect ("package.TestName").
