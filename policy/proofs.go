@@ -20,15 +20,14 @@ var proofs = map[string][]string{
 	"snapshots_keep": {"session.TestAutoSnapshot"},
 	"stop_on_exit":   {"e2e.TestKeysLifecycle", "session.TestStopOnExitLastSession", "session.TestStopOnExitSessionDuringStop"},
 
-	"agent_state":          {"e2e.TestAgents"},
-	"env":                  {"session.TestSessionEnv"},
-	"git_identity":         {"e2e.TestKeysLifecycle", "session.TestGitIdentityInSessionEnv"},
-	"network":              {"e2e.TestBrokerMode", "e2e.TestOfflineMode"},
-	"no_env_passthrough":   {"e2e.TestBoxLifecycle", "session.TestSessionEnv", "session.TestSessionEnvTrustedSources"},
-	"profile":              {"policy.TestProfileFloor"},
-	"protect_git_metadata": {"e2e.TestGuardsFullMode"},
-	"readonly_project":     {"vm.TestRenderPromises"},
-	"source":               {"e2e.TestCloneBox"},
+	"agent_state":        {"e2e.TestAgents"},
+	"env":                {"session.TestSessionEnv"},
+	"git_identity":       {"e2e.TestKeysLifecycle", "session.TestGitIdentityInSessionEnv"},
+	"network":            {"e2e.TestBrokerMode", "e2e.TestOfflineMode"},
+	"no_env_passthrough": {"e2e.TestBoxLifecycle", "session.TestSessionEnv", "session.TestSessionEnvTrustedSources"},
+	"profile":            {"policy.TestProfileFloor"},
+	"readonly_project":   {"vm.TestRenderPromises"},
+	"source":             {"e2e.TestCloneBox"},
 
 	"agent_min_age":     {"main.TestScripts"}, // testdata/script/agents.txtar
 	"agent_versions":    {"main.TestScripts"}, // testdata/script/agents.txtar

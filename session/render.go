@@ -24,8 +24,8 @@ func (b *Box) renderGuest(ctx context.Context) error {
 	return err
 }
 
-// RenderGuest refuses unapproved provision scripts, plans the git shadow (nil when git
-// metadata is not protected), resolves hide and box_dirs on the host (hide.go) and renders
+// RenderGuest refuses unapproved provision scripts, plans the git shadow (always: no key turns
+// it off), resolves hide and box_dirs on the host (hide.go) and renders
 // every guest script of the mounted project p's box, in order: what start gives the box, and
 // what provision render and list's drift check show.
 func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box string, cfg *policy.Config, brokerPort int) (*gitshadow.Plan, provision.Bundle, error) {
@@ -37,15 +37,10 @@ func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 		}
 		return nil, provision.Bundle{}, hint.With(err, hn)
 	}
-	var plan *gitshadow.Plan
-	script := ""
-	if cfg.ProtectGitMetadata {
-		if plan, err = gitshadow.Discover(ctx, p); err != nil {
-			return nil, provision.Bundle{}, fmt.Errorf("plan the git shadow: %w", err)
-		}
-		if script, err = plan.BootScript(); err != nil {
-			return nil, provision.Bundle{}, fmt.Errorf("render the git shadow: %w", err)
-		}
+	// Every mount-mode box shadows its git metadata: no key turns it off (policy.retiredKeys).
+	plan, script, err := gitShadow(ctx, p)
+	if err != nil {
+		return nil, provision.Bundle{}, err
 	}
 	_, coverSh, err := coverScript(p.TopLevel, cfg, plan) // hide.go
 	if err != nil {
@@ -61,4 +56,17 @@ func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 		ForwardPorts: fwd, SSHAgent: cfg.SSHAgent,
 	})
 	return plan, bundle, hint.With(err, "the values above come from the repository, its config and the host user name")
+}
+
+// gitShadow plans the git shadow of p's git dirs and renders its guest boot script.
+func gitShadow(ctx context.Context, p *project.Project) (*gitshadow.Plan, string, error) {
+	plan, err := gitshadow.Discover(ctx, p)
+	if err != nil {
+		return nil, "", fmt.Errorf("plan the git shadow: %w", err)
+	}
+	script, err := plan.BootScript()
+	if err != nil {
+		return nil, "", fmt.Errorf("render the git shadow: %w", err)
+	}
+	return plan, script, nil
 }
