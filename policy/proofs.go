@@ -3,9 +3,12 @@ package policy
 // proofs names, for every key of the table, the tests that prove the key has its effect (not
 // only that it loads): "package.TestName", the package as its files declare it. A key whose
 // effect nothing proves is a promise the documentation makes and the code may not keep:
-// proofs_test.go fails for a key with no entry here, for a named test that does not exist, and
-// for one that CI would skip (an unconditional t.Skip, or a skip behind an environment variable
-// CI does not set). A key not worth proving is removed from the table, the docs and the loader.
+// proofs_test.go fails for a key with no entry here, for a named test that does not exist, for
+// one that CI would skip (an unconditional t.Skip, or a skip behind an environment variable CI
+// does not set), and for one that never sets the key (proofsets_test.go reads the test, its
+// subtests and the helpers it calls: a TOML assignment or the key's Config field, never a
+// comment or a message). A key not worth proving is removed from the table, the docs and the
+// loader.
 var proofs = map[string][]string{
 	"box_dirs":       {"e2e.TestKeysHide"},
 	"cpus":           {"vm.TestSizeKeysMakeTheBox"},
