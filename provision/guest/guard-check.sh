@@ -48,8 +48,6 @@ SHADOW_GUARD=/usr/local/libexec/corral/gitshadow-guard
 FORBIDDEN_GROUPS="{{.ForbiddenGroups}}"
 # Container and VM manager sockets that hand out root to whoever may write them.
 SOCKETS={{.Sockets}}
-# Lima's guest agent's Unix socket (render.go agentChannels); virtio ports are found at run time.
-AGENT_CHANNELS={{.AgentChannels}}
 
 failures=""
 fail() {
@@ -168,24 +166,21 @@ check_paths() {
 	fi
 }
 
-# check_agent_channels: the box user can open no way into Lima's guest agent, a root daemon
-# (render.go agentChannels): not its Unix socket, not a virtio port, and the agent serves on no
-# vsock port (vsock has no file permission to check: a listener there is reachable by any local
-# user through the loopback transport).
+# check_agent_channels: the box user reaches no root daemon of Lima's: Lima's guest agent, whose
+# socket every local user can write and which dials any address it is asked to, runs as the box
+# user (guestagent-ns), never as root; and no virtio port (virtio-serial) can be
+# opened by the box user.
 check_agent_channels() {
-	for s in $AGENT_CHANNELS /dev/virtio-ports/* /dev/vport*; do
-		[ -e "$s" ] || continue
-		if [ -S "$s" ]; then
-			runuser -u "$BOX_USER" -- test -w "$s" || continue
-		else
-			runuser -u "$BOX_USER" -- sh -c 'test -r "$1" || test -w "$1"' sh "$s" || continue
-		fi
-		fail "box user can reach Lima's guest agent (root) through $s"
-	done
 	for p in /proc/[0-9]*; do
 		[ "$(cat "$p/comm" 2>/dev/null)" = lima-guestagent ] || continue
-		port=$(tr '\000' '\n' <"$p/cmdline" 2>/dev/null | sed -n '/^--vsock-port$/{n;p;}; s/^--vsock-port=//p' | head -n 1)
-		case "$port" in '' | 0 | '""') ;; *) fail "Lima's guest agent (root) serves on vsock port $port, which every local user can reach" ;; esac
+		ids=$(awk '$1 == "Uid:" { print $2, $3 }' "$p/status" 2>/dev/null) || continue
+		case " $ids " in *" 0 "*) fail "Lima's guest agent (pid ${p#/proc/}) runs as root: every local user can reach it through its socket" ;; esac
+	done
+	for s in /dev/virtio-ports/* /dev/vport*; do
+		[ -e "$s" ] || continue
+		# shellcheck disable=SC2016 # $1 is the inner shell's
+		runuser -u "$BOX_USER" -- sh -c 'test -r "$1" || test -w "$1"' sh "$s" || continue
+		fail "box user can open the virtio port $s (a channel to the host, root's only)"
 	done
 }
 
