@@ -81,7 +81,11 @@ func lowWordEquals(arg uint32, v uint32) seccomp.ArgumentConditions {
 
 // SeccompProgram returns the filter as the raw sock_filter records bubblewrap's --seccomp reads.
 func SeccompProgram() ([]byte, error) {
-	pol := seccompPolicy()
+	return assembleProgram(seccompPolicy())
+}
+
+// assembleProgram turns pol into raw sock_filter records.
+func assembleProgram(pol seccomp.Policy) ([]byte, error) {
 	insns, err := pol.Assemble()
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
