@@ -251,8 +251,8 @@ func provisionProbeSaw(t *testing.T, dir, mode, want string, boots int) {
 // TestLockdownControls is the control group of every lockdown probe: in a full box, where
 // nothing blocks them, each way out lockdownHolds tries gets through and reaches its listener,
 // the approved provision script's network probe gets through at boot, Lima's resolver address
-// is answered (by the host agent), root's password is locked (why su fails in every box) and the
-// pkexec lookup works.
+// is answered (by the host agent), root's password is locked (why su fails in every box), the
+// pkexec lookup works, and the guest agent probe sees a way open where one is.
 func TestLockdownControls(t *testing.T) {
 	dir := newProject(t, "controls")
 	box := boxName(t, dir)
@@ -291,5 +291,8 @@ func TestLockdownControls(t *testing.T) {
 	})
 	t.Run("the pkexec lookup works and finds no pkexec", func(t *testing.T) {
 		pkexecAbsent(t, dir, "full")
+	})
+	t.Run("root gets past the guest agent's virtio port, and the probe reaches a socket open to all", func(t *testing.T) {
+		guestAgentControl(t, dir) // guestagent_test.go
 	})
 }

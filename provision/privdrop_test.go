@@ -101,6 +101,14 @@ func TestGuardRefusesLeftovers(t *testing.T) {
 		{"helper dir writable", "chmod g+w /usr/local/libexec/corral", "root-run path /usr/local/libexec/corral is writable"},
 		{"helper replaced by user's", "chown corral /usr/local/libexec/corral/guard-check", "guard-check is not owned by root"},
 		{"docker socket", "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"/run/docker.sock\")' && chmod 666 /run/docker.sock", "container socket /run/docker.sock"},
+		// Lima's guest agent (root), on each transport; each with its control, the same
+		// channel closed to the box user, which passes.
+		{"guest agent socket open to all", agentSocket("666"), "Lima's guest agent (root) through /run/lima-guestagent.sock"},
+		{"guest agent socket root's only", agentSocket("600"), ""},
+		{"virtio port open to all", fakeVirtioPort("666"), "Lima's guest agent (root) through /dev/virtio-ports/io.lima-vm.guest_agent.0"},
+		{"virtio port root's only", fakeVirtioPort("600"), ""},
+		{"guest agent on vsock", fakeGuestAgent("--vsock-port 2222"), "serves on vsock port 2222"},
+		{"guest agent on a virtio port", fakeGuestAgent("--vsock-port 0 --virtio-port io.lima-vm.guest_agent.0"), ""},
 		{"process with old group", "setpriv --reuid=corral --regid=corral --groups=$(getent group disk | cut -d: -f3) sleep 20 & P=$!; sleep 0.3", "still hold a root-equivalent group"},
 	}
 	g := newGuestRoot(t, privdropOptions())
@@ -136,6 +144,29 @@ if [ -n "$P" ]; then kill "$P"; wait "$P" || true; fi
 			}
 		})
 	}
+}
+
+// agentSocket binds a Unix socket where Lima's guest agent listens without a virtio or vsock
+// port, with the given mode (the pinned Lima makes it 0777).
+func agentSocket(mode string) string {
+	return "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"/run/lima-guestagent.sock\")' && chmod " + mode + " /run/lima-guestagent.sock"
+}
+
+// fakeVirtioPort gives the root a /dev of its own (a tmpfs in the test's mount namespace: the
+// host's /dev is bound there and must not change) with a character device where QEMU's
+// virtio-serial port for Lima's guest agent appears, with the given mode.
+func fakeVirtioPort(mode string) string {
+	return `mount -t tmpfs -o mode=0755 tmpfs /dev
+for n in null:3 zero:5 random:8 urandom:9; do mknod -m 666 "/dev/${n%:*}" c 1 "${n#*:}"; done
+mknod -m ` + mode + ` /dev/vport9p1 c 1 3
+mkdir /dev/virtio-ports && ln -s ../vport9p1 /dev/virtio-ports/io.lima-vm.guest_agent.0`
+}
+
+// fakeGuestAgent starts a process named lima-guestagent (a link to python3, which ignores the
+// arguments after its script) with args, as the guard check finds Lima's guest agent.
+func fakeGuestAgent(args string) string {
+	return `ln -s /usr/bin/python3 /tmp/lima-guestagent
+/tmp/lima-guestagent -c 'import time; time.sleep(30)' daemon ` + args + ` & P=$!; sleep 0.3`
 }
 
 // TestPrivdropRefusesPrimaryGroup: a primary group cannot be dropped with gpasswd, so the

@@ -70,6 +70,15 @@ const containerSockets = "/run/docker.sock /var/run/docker.sock /run/containerd/
 	"/run/incus/unix.socket /var/lib/incus/unix.socket /var/lib/lxd/unix.socket /var/snap/lxd/common/lxd/unix.socket " +
 	"/run/libvirt/libvirt-sock /var/run/libvirt/libvirt-sock /run/buildkit/buildkitd.sock /run/crio/crio.sock"
 
+// agentChannels are the ways into Lima's guest agent, a root daemon: its Unix socket (where it
+// listens when it is given no virtio port or vsock port; world-writable in the pinned Lima) and
+// the virtio-serial ports it serves on under QEMU (every port, /dev/virtio-ports/* and
+// /dev/vport*, is a channel to the host that only root has any business with). The box user
+// must be able to open none of them: the dropped sudo rests on the box user reaching no root
+// daemon. (vsock has no file to check: the guard check's root part checks that the guest agent
+// does not serve on it.)
+const agentChannels = "/run/lima-guestagent.sock"
+
 // RepoScript is one approved repository provision script, as CheckApproved returns it.
 type RepoScript struct {
 	// Path is the repository-relative path, for names and messages.
@@ -99,6 +108,7 @@ type guestData struct {
 	GuardCheck, SSHDConf, Ruleset, Unit, Sudoers string
 	SessionCheck, GuardDaemon, GuardUnit         string
 	ForbiddenGroups, RootPaths, Sockets          string
+	AgentChannels                                string
 	InstallFile, Proxy, Packages                 string
 
 	CredentialHelperPath, CredentialHelper, GitConfig string
@@ -172,6 +182,7 @@ func prepare(opts Options) (*guestData, error) {
 	}
 	d := &guestData{Mode: string(opts.Network), UserRaw: opts.User, Ruleset: rules, InstallFile: installFileFunc}
 	d.ForbiddenGroups, d.RootPaths, d.Sockets = forbiddenGroups, "'"+rootPaths+"'", "'"+containerSockets+"'"
+	d.AgentChannels = "'" + agentChannels + "'"
 	d.User, _ = ShellQuote("guest user", opts.User)
 	d.ProjectDir, _ = ShellQuote("project directory", opts.ProjectDir)
 	d.ShadowExpected = "0"

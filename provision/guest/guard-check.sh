@@ -48,6 +48,8 @@ SHADOW_GUARD=/usr/local/libexec/corral/gitshadow-guard
 FORBIDDEN_GROUPS="{{.ForbiddenGroups}}"
 # Container and VM manager sockets that hand out root to whoever may write them.
 SOCKETS={{.Sockets}}
+# Lima's guest agent's Unix socket (render.go agentChannels); virtio ports are found at run time.
+AGENT_CHANNELS={{.AgentChannels}}
 
 failures=""
 fail() {
@@ -160,9 +162,31 @@ check_paths() {
 	for s in $SOCKETS; do
 		[ -S "$s" ] && runuser -u "$BOX_USER" -- test -w "$s" && fail "box user can use container socket $s"
 	done
+	check_agent_channels
 	if [ -n "$PROJECT_DIR" ] && mountpoint -q "$PROJECT_DIR"; then
 		case ",$(findmnt -no OPTIONS "$PROJECT_DIR" | tail -n 1)," in *,nosuid,*) ;; *) fail "project mount $PROJECT_DIR allows setuid" ;; esac
 	fi
+}
+
+# check_agent_channels: the box user can open no way into Lima's guest agent, a root daemon
+# (render.go agentChannels): not its Unix socket, not a virtio port, and the agent serves on no
+# vsock port (vsock has no file permission to check: a listener there is reachable by any local
+# user through the loopback transport).
+check_agent_channels() {
+	for s in $AGENT_CHANNELS /dev/virtio-ports/* /dev/vport*; do
+		[ -e "$s" ] || continue
+		if [ -S "$s" ]; then
+			runuser -u "$BOX_USER" -- test -w "$s" || continue
+		else
+			runuser -u "$BOX_USER" -- sh -c 'test -r "$1" || test -w "$1"' sh "$s" || continue
+		fi
+		fail "box user can reach Lima's guest agent (root) through $s"
+	done
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = lima-guestagent ] || continue
+		port=$(tr '\000' '\n' <"$p/cmdline" 2>/dev/null | sed -n '/^--vsock-port$/{n;p;}; s/^--vsock-port=//p' | head -n 1)
+		case "$port" in '' | 0 | '""') ;; *) fail "Lima's guest agent (root) serves on vsock port $port, which every local user can reach" ;; esac
+	done
 }
 
 check_privileges() {

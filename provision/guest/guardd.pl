@@ -24,6 +24,7 @@ my $COVER     = {{.CoverExpected}};
 my @FORBIDDEN = split ' ', '{{.ForbiddenGroups}}';
 my @ROOTS     = split ' ', {{.RootPaths}};
 my @SOCKETS   = split ' ', {{.Sockets}};
+my @CHANNELS  = split ' ', {{.AgentChannels}};
 my $ATTEST    = '/run/corral/attest';
 my $EXPECT    = '/run/corral/shadow.expect';
 my $COVER_HIDE = '/run/corral/cover-hide';    # package cover's HelperPath
@@ -90,6 +91,13 @@ sub report {
 		for my $s (@SOCKETS) {
 			my @st = stat $s;
 			push @f, "box user can use container socket $s" if @st && -S _ && writable(\@st, $puid, \%member);
+		}
+		# Lima's guest agent (root): its socket and every virtio port (render.go agentChannels).
+		for my $s (@CHANNELS, glob('/dev/virtio-ports/* /dev/vport*')) {
+			my @st = stat $s;
+			next unless @st;
+			my $open = -S _ ? writable(\@st, $puid, \%member) : (readable(\@st, $puid, \%member) || writable(\@st, $puid, \%member));
+			push @f, "box user can reach Lima's guest agent (root) through $s" if $open;
 		}
 		my @st = stat $ATTEST;
 		push @f, "boot-time attestation $ATTEST is writable by the box user" if @st && -f _ && owned_or_writable(\@st, $puid, \%member);
@@ -249,6 +257,16 @@ sub run_cover_hide {
 sub owned_or_writable {
 	my ($st, $uid, $member) = @_;
 	return $st->[4] == $uid || writable($st, $uid, $member);
+}
+
+# readable: by owner, group or other mode bits for the box user's uid and groups.
+sub readable {
+	my ($st, $uid, $member) = @_;
+	my $mode = $st->[2];
+	return 1 if $st->[4] == $uid && ($mode & 0400);
+	return 1 if $st->[4] != $uid && $member->{ $st->[5] } && ($mode & 0040);
+	return 1 if $st->[4] != $uid && !$member->{ $st->[5] } && ($mode & 0004);
+	return 0;
 }
 
 # writable: by owner, group or other mode bits for the box user's uid and groups.

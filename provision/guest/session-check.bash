@@ -21,7 +21,7 @@ __corral_session_check() {
 	local IFS=$' \t\n'
 	local mode={{.Mode}} user={{.User}} shadow={{.ShadowExpected}} cover={{.CoverExpected}}
 	local attest=/run/corral/attest expect=/run/corral/shadow.expect
-	local forbidden=" {{.ForbiddenGroups}} " roots={{.RootPaths}} sockets={{.Sockets}}
+	local forbidden=" {{.ForbiddenGroups}} " roots={{.RootPaths}} sockets={{.Sockets}} channels={{.AgentChannels}}
 	local out='' p s g n t re P G S M line kind e o ok json
 	local uid=-1 pgid='' others='' ingroup='' held='' self='' boot='' aboot='' amode='' aend='' sshfs='' nexp=0
 	local -A bad=() opts=()
@@ -37,6 +37,16 @@ __corral_session_check() {
 		for s in $sockets; do
 			if [[ -S $s && -w $s ]]; then __corral_fail "box user can use container socket $s"; fi
 		done
+		# Lima's guest agent (root): its socket and every virtio port (render.go agentChannels).
+		set +f
+		for s in $channels /dev/virtio-ports/* /dev/vport*; do
+			if [[ -S $s ]]; then
+				if [[ -w $s ]]; then __corral_fail "box user can reach Lima's guest agent (root) through $s"; fi
+			elif [[ -e $s ]] && [[ -r $s || -w $s ]]; then
+				__corral_fail "box user can reach Lima's guest agent (root) through $s"
+			fi
+		done
+		set -f
 		if [[ -f $attest ]] && [[ -O $attest || -w $attest ]]; then
 			__corral_fail "boot-time attestation $attest is writable by the box user"
 		fi
