@@ -15,8 +15,9 @@ const childEnv = "CORRAL_SANDBOX_TEST_UNPRIVILEGED"
 // unprivilegedUser is the user the tables are run as again (CI also has corral-ci).
 const unprivilegedUser = "nobody"
 
-// TestUnprivileged runs the hostile (with the loader table), limit, allowed, loader, broker and terminal tests again as an
-// unprivileged user, for real: the same test binary, copied where that user can run it.
+// TestUnprivileged runs the hostile (with the loader table), limit, allowed, loader, broker and
+// terminal tests again as an unprivileged user, for real: the same test binary, copied where
+// that user can run it.
 func TestUnprivileged(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		t.Skip("already the unprivileged run")
