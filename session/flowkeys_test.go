@@ -9,10 +9,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,42 +71,10 @@ func TestTimeoutKeyEndsRun(t *testing.T) {
 	}
 }
 
-// sessionHostAgent starts a real ssh-agent holding one fresh key on a socket in a temp dir and
-// returns the socket and the key's line as ssh-add -l prints it.
+// sessionHostAgent is sshtest.HostAgent with this package's key comment.
 func sessionHostAgent(t *testing.T) (sock, fingerprint string) {
 	t.Helper()
-	for _, tool := range []string{"ssh-agent", "ssh-add", "ssh-keygen"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("needs %s (openssh-client): %v", tool, err)
-		}
-	}
-	dir := t.TempDir()
-	sock = filepath.Join(dir, "agent.sock")
-	agent := exec.Command("ssh-agent", "-D", "-a", sock)
-	must(t, agent.Start())
-	t.Cleanup(func() { agent.Process.Signal(syscall.SIGTERM); agent.Wait() })
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	key := filepath.Join(dir, "id_ed25519")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "corral-ssh-agent-key", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v %s", err, out)
-	}
-	add := exec.Command("ssh-add", key)
-	add.Env = []string{"SSH_AUTH_SOCK=" + sock}
-	if out, err := add.CombinedOutput(); err != nil {
-		t.Fatalf("ssh-add: %v %s", err, out)
-	}
-	list := exec.Command("ssh-add", "-l")
-	list.Env = []string{"SSH_AUTH_SOCK=" + sock}
-	out, err := list.Output()
-	if err != nil || !strings.Contains(string(out), "corral-ssh-agent-key") {
-		t.Fatalf("ssh-add -l: %v %s", err, out)
-	}
-	return sock, strings.TrimSpace(string(out))
+	return sshtest.HostAgent(t, "corral-ssh-agent-key")
 }
 
 // TestSSHAgentKeyForwards: with ssh_agent the host's agent is forwarded into the session: in the

@@ -17,6 +17,9 @@ import (
 // file the part belongs in.
 var readmeTOMLFile = regexp.MustCompile(`^# (\.corral\.toml|\$CORRAL_HOME/projects/BOX\.toml|\$CORRAL_HOME/config\.toml)\b`)
 
+// readmeHomeMount matches a mounts entry's host path under ~ in a README config block.
+var readmeHomeMount = regexp.MustCompile(`"~/([^":]+):`)
+
 // readmeConfigParts returns the README's ```toml blocks split by the file each part names.
 func readmeConfigParts(t *testing.T) map[string]string {
 	t.Helper()
@@ -68,6 +71,15 @@ func TestReadmeConfigBlocks(t *testing.T) {
 		real, err := filepath.EvalSymlinks(top)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The host directories the examples mount (~/PATH) exist, as they would for a user
+		// who writes the example.
+		for _, body := range files {
+			for _, m := range readmeHomeMount.FindAllStringSubmatch(body, -1) {
+				if err := os.MkdirAll(filepath.Join(home, m[1]), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		corralHome := filepath.Join(home, ".corral")
 		box := project.BoxName(real)
