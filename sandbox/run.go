@@ -163,7 +163,11 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	filter, err := SeccompProgram()
+	whole, err := SeccompProgram()
+	if err != nil {
+		return nil, err
+	}
+	filter, err := SetupSeccompProgram()
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +182,7 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 		return nil, err
 	}
 	p.plan.Spec.NoLandlock = abi < MinLandlockABI && o.NoLandlock
+	p.plan.Spec.Filter = whole
 	if needPidsCgroup(p.plan.Spec.Limits) {
 		if p.cgroup, err = newPidsCgroup(p.plan.Spec.Limits.Pids); err != nil {
 			p.cleanup()

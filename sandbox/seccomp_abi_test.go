@@ -2,7 +2,8 @@
 
 package sandbox
 
-// The seccomp filter's ABI rules, proven on the bytes SeccompProgram hands to bubblewrap: a
+// The seccomp filter's ABI rules, proven on the bytes of SeccompProgram (the whole filter, which
+// the inside steps load over bubblewrap's setup filter; TestSetupFilter checks that one): a
 // call is allowed only if it is a call of the native ABI (seccomp_data.arch is the host's, the
 // number is one the filter's table knows) and not on the deny list. A call of any other
 // architecture (i386 through int 0x80, aarch64, arm compat, an unknown arch value) kills the
@@ -50,7 +51,7 @@ var refusedCalls = []string{"keyctl", "ptrace", "mount", "memfd_create", "io_uri
 // refuses natively.
 var abiCalls = append(slices.Clone(refusedCalls), "getpid")
 
-// installedFilter is the filter exactly as bubblewrap reads it, in a BPF interpreter.
+// installedFilter is the whole filter exactly as the inside steps load it, in a BPF interpreter.
 func installedFilter(t *testing.T) *bpf.VM {
 	t.Helper()
 	b, err := SeccompProgram()

@@ -26,8 +26,9 @@ package sandbox
 //     request (the kernel ignores the high half, so an equality on 64 bits could be bypassed).
 // The deny list is assembled by github.com/elastic/go-seccomp-bpf behind the ABI guard above
 // (the library alone refuses x32 numbers with ENOSYS but allows every call of another
-// architecture: its program jumps to the default action, allow) and the whole is handed to
-// bubblewrap as raw sock_filter records.
+// architecture: its program jumps to the default action, allow), as raw sock_filter records.
+// bubblewrap loads it without unshare, mount and mount_setattr (SetupSeccompProgram), and the
+// inside steps load the whole of it over that before the command runs (noexec_linux.go).
 
 import (
 	"bytes"
@@ -134,8 +135,14 @@ func abiGuard(native *arch.Info) ([]bpf.Instruction, error) {
 	}, nil
 }
 
-// SeccompProgram returns the filter as the raw sock_filter records bubblewrap's --seccomp reads.
+// SeccompProgram returns the whole filter, the one the command runs under, as raw sock_filter
+// records (the format of bubblewrap's --seccomp).
 func SeccompProgram() ([]byte, error) {
+	return assembleProgram(seccompPolicy())
+}
+
+// assembleProgram turns pol, behind the ABI guard, into raw sock_filter records.
+func assembleProgram(pol seccomp.Policy) ([]byte, error) {
 	native, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
@@ -144,7 +151,6 @@ func SeccompProgram() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}
-	pol := seccompPolicy()
 	policy, err := pol.Assemble()
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
