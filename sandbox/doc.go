@@ -25,7 +25,7 @@
 // Rules:
 //   - Deny by default: nothing of $HOME, the project or $CORRAL_HOME is visible unless the
 //     manifest grants it; no network but loopback; no program executed but the command and
-//     exec.allow; no host variable but env.pass.
+//     exec.allow; no host variable but env.pass; no descriptor but the standard three.
 //   - Fail closed: a layer that cannot be applied (bubblewrap missing, Landlock absent or too
 //     old, a seccomp filter refused, a grant that does not exist) stops the run before the
 //     command starts; the command never runs with less than the manifest promised.
@@ -46,6 +46,10 @@
 //     default scratch /tmp is not named as the limit, and the exec step writes to the report
 //     pipe only to say it got as far as exec (or why it did not), so that bubblewrap's own
 //     failure is never taken for the command's status.
+//   - Inherited descriptors are marked close-on-exec (package inherit) by git corral at its
+//     start, again by Run before bubblewrap starts, and by each inside step, so neither
+//     bubblewrap, the steps nor the command holds one; marking, not closing, keeps the
+//     steps' own pipes usable until they are done with them.
 //   - seccomp is a filter assembled by github.com/elastic/go-seccomp-bpf and loaded by
 //     bubblewrap (--seccomp FD), so it covers every step inside.
 package sandbox

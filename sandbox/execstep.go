@@ -26,6 +26,8 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/git-corral/git-corral/internal/inherit"
 )
 
 // MinLandlockABI is the oldest Landlock ABI the sandbox uses (3: truncation is controlled).
@@ -85,7 +87,9 @@ func execStep() int {
 	return code
 }
 
-// prepareExec joins the pids cgroup, sets the rlimits and enters the Landlock domain.
+// prepareExec joins the pids cgroup, sets the rlimits, enters the Landlock domain and marks
+// every descriptor but the standard three close-on-exec, so that the command gets none of
+// the sandbox's own and none its caller left open (package inherit).
 func prepareExec(spec Spec) error {
 	if spec.Cgroup {
 		if err := joinCgroup(execCgroupFD); err != nil {
@@ -95,7 +99,10 @@ func prepareExec(spec Spec) error {
 	if err := setRlimits(spec.Limits); err != nil {
 		return err
 	}
-	return restrict(spec)
+	if err := restrict(spec); err != nil {
+		return err
+	}
+	return inherit.CloseOnExec(3)
 }
 
 // fail reports a setup failure from inside the sandbox: status 1, never the command.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/git-corral/git-corral/broker"
+	"github.com/git-corral/git-corral/internal/inherit"
 )
 
 // Options is one sandboxed run.
@@ -252,8 +253,14 @@ func lookPath(name, cwd string, lookup func(string) (string, bool)) (string, err
 	return "", fmt.Errorf("command %q not found on PATH", name)
 }
 
-// execute starts bubblewrap with the spec, report and seccomp pipes and waits for it.
+// execute starts bubblewrap with the spec, report and seccomp pipes and waits for it. Every
+// other descriptor of this process is marked close-on-exec first, as git corral does at its
+// start, so that nothing its caller left open reaches bubblewrap, the inside steps or the
+// command (package inherit).
 func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Record) (*Result, error) {
+	if err := inherit.CloseOnExec(3); err != nil {
+		return nil, err
+	}
 	specR, specW, _ := os.Pipe()
 	repR, repW, _ := os.Pipe()
 	secR, secW, _ := os.Pipe()
