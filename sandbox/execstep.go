@@ -92,7 +92,11 @@ func execStep() int {
 // the sandbox's own and none its caller left open (package inherit).
 func prepareExec(spec Spec) error {
 	if spec.Cgroup {
-		if err := joinCgroup(execCgroupFD); err != nil {
+		fd := execCgroupFD
+		if spec.Direct {
+			fd = cgroupFD // from bubblewrap itself
+		}
+		if err := joinCgroup(fd); err != nil {
 			return err
 		}
 	}
