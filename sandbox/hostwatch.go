@@ -5,16 +5,16 @@ package sandbox
 // (the sandbox's PID 1) on the info pipe; the host opens that process's view of the sandbox's
 // own /proc once bubblewrap has mounted it, and only a /proc whose PID 1 is in the sandbox's
 // PID namespace (as bubblewrap names it), so that neither the host's /proc nor a PID reused
-// after the run can make it count other processes. Every 5 ms it counts the sandbox's processes and keeps the peak, and reads the
-// peak resident size (VmHWM) of up to 32 of them and keeps the largest. Nothing it reads is
+// after the run can make it count other processes. Every 5 ms it counts the sandbox's processes and keeps the peak, and every 10 ms
+// reads the peak resident size (VmHWM) of up to 32 of them and keeps the largest. Nothing it reads is
 // trusted beyond a number: the evidence only names a limit for a run that failed.
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -54,10 +54,17 @@ func watchSandbox(info io.ReadCloser) *hostWatch {
 
 // sandboxProc opens the sandbox's own /proc through the process pid, once bubblewrap has
 // mounted it there (bubblewrap names its child before the child has built its mounts): the
-// /proc whose PID 1 is in the namespace pidNS. It tries every millisecond until the run ends.
+// /proc whose PID 1 is in the namespace pidNS. It tries every 5 ms until the run ends.
 func (w *hostWatch) sandboxProc(pid int, pidNS uint64) *os.File {
 	want := "pid:[" + strconv.FormatUint(pidNS, 10) + "]"
 	for {
+		// Not at once: bubblewrap takes longer than this to mount it, and a short run (a 'true')
+		// is over before the first look.
+		select {
+		case <-w.done:
+			return nil
+		case <-time.After(5 * time.Millisecond):
+		}
 		// Until then the root is the host's, or has no /proc yet.
 		if procs, err := os.Open("/proc/" + strconv.Itoa(pid) + "/root/proc"); err == nil {
 			if ns, err := readlinkAt(procs, "1/ns/pid"); err == nil && ns == want {
@@ -65,19 +72,14 @@ func (w *hostWatch) sandboxProc(pid int, pidNS uint64) *os.File {
 			}
 			procs.Close()
 		}
-		select {
-		case <-w.done:
-			return nil
-		case <-time.After(time.Millisecond):
-		}
 	}
 }
 
-// sample counts the processes in procs and reads their peak sizes, every 5 ms.
+// sample counts the processes in procs every 5 ms, and reads their peak sizes every 10 ms.
 func (w *hostWatch) sample(procs *os.File) {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
-	for {
+	for tick := 0; ; tick++ {
 		if _, err := procs.Seek(0, io.SeekStart); err != nil {
 			return
 		}
@@ -87,7 +89,7 @@ func (w *hostWatch) sample(procs *os.File) {
 			if _, err := strconv.Atoi(name); err != nil {
 				continue
 			}
-			if n++; n <= 32 {
+			if n++; tick%2 == 0 && n <= 32 {
 				rss = max(rss, peakResident(procs, name))
 			}
 		}
@@ -125,9 +127,16 @@ func peakResident(procs *os.File, name string) int64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b[:n]), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+	i := bytes.Index(b[:n], []byte("\nVmHWM:"))
+	if i < 0 {
+		return 0
+	}
+	var kb int64
+	for _, c := range b[i+len("\nVmHWM:") : n] {
+		switch {
+		case c >= '0' && c <= '9':
+			kb = kb*10 + int64(c-'0')
+		case c != ' ' && c != '\t':
 			return kb << 10
 		}
 	}
