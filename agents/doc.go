@@ -33,9 +33,13 @@
 //     directory in the cache (never a project, so no repository .npmrc applies), and whatever
 //     a postinstall script would do is done here in Go.
 //   - Nothing is trusted because npm said so: the tarball's sha512 is checked against the
-//     registry's integrity string, extraction refuses absolute paths, "..", links out of the
-//     tree and devices, and caps sizes; a store entry whose files no longer match its manifest
-//     is deleted and fetched again.
+//     registry's integrity string, extraction refuses absolute paths, "..", writes through a
+//     link and devices, resolves every link against the final tree and refuses one that leaves
+//     its package (links.go), and caps sizes; a store entry whose files no longer match its
+//     manifest is deleted and fetched again, and Verify deletes whatever git corral never put
+//     in the store (verify.go).
+//   - The host never follows a link in a package or the store and opens nothing but a regular
+//     file (nofollow.go, walk.go).
 //   - A version published less than MinAge ago (7 days by default) is refused unless the
 //     trusted configuration lowers the window: most hijacked releases are caught within it.
 package agents

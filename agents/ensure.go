@@ -8,7 +8,10 @@ package agents
 //   - a cached tarball is used only if its sha512 matches the registry's integrity string; one
 //     that does not is deleted and fetched again;
 //   - every package's publication time is checked against MinAge before it is fetched, and its
-//     package.json must name the package and version asked for.
+//     package.json must be a regular file (read without following a link, never a FIFO) naming
+//     the package and version asked for;
+//   - an error names the package (PACKAGE@VERSION) and, for a refused entry, the entry;
+//   - store/<name> must be a real directory: a link in its place is removed, never followed.
 
 import (
 	"context"
@@ -19,6 +22,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // part is one package of an entry and where it goes inside it.
@@ -50,6 +55,9 @@ func (s *Store) ensureEntry(ctx context.Context, name, version, node string, par
 	case !errors.Is(err, os.ErrNotExist):
 		return m, err
 	}
+	if err := realDir(filepath.Dir(dir), progress); err != nil {
+		return m, err
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return m, fmt.Errorf("remove store entry %q: %w", dir, err)
 	}
@@ -74,9 +82,10 @@ func (s *Store) build(ctx context.Context, dir string, m manifest, parts []part,
 	for _, p := range parts {
 		locked, err := s.fetchPart(ctx, p, stage, progress)
 		if err != nil {
-			return m, err
+			return m, fmt.Errorf("package %s: %w", p.spec, err)
 		}
 		m.Packages = append(m.Packages, locked)
+		m.Roots = append(m.Roots, p.dest)
 	}
 	m.Installed = s.opt.Now().UTC()
 	if err := writeManifest(stage, m); err != nil {
@@ -156,19 +165,45 @@ func (s *Store) verifiedTarball(ctx context.Context, spec Spec, integrity string
 	return cached, nil
 }
 
-// checkPackageJSON refuses an extracted package whose package.json names another package or
-// version than the one asked for.
+// maxPackageJSON caps the package.json read (the largest agent's is a few KB).
+const maxPackageJSON = 4 << 20
+
+// checkPackageJSON refuses an extracted package whose package.json is not a regular file (a
+// link, even one inside, or a FIFO is never opened) or names another package or version than
+// the one asked for.
 func checkPackageJSON(dir string, spec Spec) error {
-	data, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	fd, err := openTop(dir)
 	if err != nil {
-		return fmt.Errorf("package %s: %w", spec, err)
+		return err
+	}
+	defer unix.Close(fd)
+	data, err := readRegularBeneath(fd, "package.json", maxPackageJSON)
+	if errors.Is(err, errNotPlain) {
+		return fmt.Errorf("entry \"package/package.json\": %w: %w", err, ErrUnsafeArchive)
+	} else if err != nil {
+		return err
 	}
 	var pj struct{ Name, Version string }
 	if err := json.Unmarshal(data, &pj); err != nil {
-		return fmt.Errorf("package %s: package.json: %w", spec, err)
+		return fmt.Errorf("package.json: %w", err)
 	}
 	if pj.Name != spec.Package || pj.Version != spec.Version {
-		return fmt.Errorf("package %s: its package.json says %q, not what was asked for: %w", spec, pj.Name+"@"+pj.Version, ErrIntegrity)
+		return fmt.Errorf("its package.json says %q, not what was asked for: %w", pj.Name+"@"+pj.Version, ErrIntegrity)
+	}
+	return nil
+}
+
+// realDir makes sure dir (store/<name>, store/bin) is a directory and not a link or a file
+// someone put in its place: such a thing is removed (never followed) and the directory made.
+func realDir(dir string, progress io.Writer) error {
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		say(progress, "%s is a %s, not a directory: removing it", dir, fi.Mode().Type())
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("remove %q: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create store %q: %w", dir, err)
 	}
 	return nil
 }

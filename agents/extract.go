@@ -3,8 +3,14 @@ package agents
 // This file extracts an npm tarball in Go. Rules (each has a row in extract_test.go):
 //   - the first path element (npm's "package/") is dropped, as npm does;
 //   - a name that is absolute, holds "..", or repeats an earlier entry is refused;
-//   - a symbolic link must be relative and stay inside the tree; a hard link must name a
-//     regular file extracted before it;
+//   - nothing is written through a link: an entry below a name that is a symbolic link (a
+//     link made before a directory of the same name, a file under a linked directory) is
+//     refused, and a link may not take the name of a directory entries were written under;
+//   - a symbolic link must be relative; one that leaves the tree lexically is refused at once,
+//     and once every entry is in place every link is resolved against the final tree
+//     (links.go), so a chain of links that each look inside but together climb out is
+//     refused, naming the entry;
+//   - a hard link must name a regular file extracted before it;
 //   - devices, FIFOs and every other entry type are refused;
 //   - sizes are capped per file, in total and in entry count, counting bytes actually read;
 //   - every write goes through an os.Root on the destination, so even a bug here cannot write
@@ -18,9 +24,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // limits caps one extraction.
@@ -50,19 +59,51 @@ func extractTarball(src, dst string, lim limits) error {
 		return fmt.Errorf("extract %q: %w", src, err)
 	}
 	defer root.Close()
-	x := &extractor{root: root, lim: lim, seen: map[string]byte{}}
+	x := &extractor{root: root, lim: lim, seen: map[string]byte{}, implicit: map[string]bool{}, raw: map[string]string{}}
 	if err := x.all(tar.NewReader(zr)); err != nil {
 		return fmt.Errorf("extract %q: %w", src, err)
+	}
+	if err := checkExtracted(dst, x.raw); err != nil {
+		return fmt.Errorf("extract %q: %w", src, err)
+	}
+	return nil
+}
+
+// checkExtracted walks the final tree under dst without following anything and resolves every
+// link in it against that tree; raw maps a path to its name in the tarball, for errors.
+func checkExtracted(dst string, raw map[string]string) error {
+	fd, err := openTop(dst)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	files, err := scanFD(fd, false, "")
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, ErrUnsafeArchive)
+	}
+	for _, f := range files {
+		if f.Mode&fs.ModeSymlink == 0 {
+			continue
+		}
+		if err := resolveInside(fd, f.Path); err != nil {
+			name, ok := raw[f.Path]
+			if !ok {
+				name = f.Path
+			}
+			return fmt.Errorf("entry %q: symbolic link to %q: %w: %w", name, f.Link, err, ErrUnsafeArchive)
+		}
 	}
 	return nil
 }
 
 // extractor holds one extraction's running totals.
 type extractor struct {
-	root  *os.Root
-	lim   limits
-	total int64
-	seen  map[string]byte // name → tar type flag, for duplicates and hard links
+	root     *os.Root
+	lim      limits
+	total    int64
+	seen     map[string]byte   // name → tar type flag, for duplicates and hard links
+	implicit map[string]bool   // directories made for entries below them, not (yet) entries
+	raw      map[string]string // name → the entry's name in the tarball
 }
 
 func (x *extractor) all(tr *tar.Reader) error {
@@ -108,10 +149,13 @@ func (x *extractor) one(h *tar.Header, r io.Reader) error {
 	if _, dup := x.seen[name]; dup {
 		return fmt.Errorf("appears twice: %w", ErrUnsafeArchive)
 	}
+	if x.implicit[name] && h.Typeflag != tar.TypeDir {
+		return fmt.Errorf("is a directory earlier entries were written under, and may not become a %s: %w", typeName(h.Typeflag), ErrUnsafeArchive)
+	}
 	if err := x.parents(name); err != nil {
 		return err
 	}
-	x.seen[name] = h.Typeflag
+	x.seen[name], x.raw[name] = h.Typeflag, h.Name
 	switch h.Typeflag {
 	case tar.TypeDir:
 		return x.root.MkdirAll(name, 0o755)
@@ -132,12 +176,37 @@ func (x *extractor) one(h *tar.Header, r io.Reader) error {
 	return fmt.Errorf("entry type %q (device, FIFO or other) is refused: %w", string(h.Typeflag), ErrUnsafeArchive)
 }
 
-// parents creates the directories above name; tarballs often omit them.
+// parents creates the directories above name (tarballs often omit them), refusing to write
+// below a name that is not a directory entry.
 func (x *extractor) parents(name string) error {
-	if dir := path.Dir(name); dir != "." {
-		return x.root.MkdirAll(dir, 0o755)
+	dir := path.Dir(name)
+	if dir == "." {
+		return nil
 	}
-	return nil
+	for p := dir; p != "."; p = path.Dir(p) {
+		if t, ok := x.seen[p]; ok && t != tar.TypeDir {
+			return fmt.Errorf("is below %q, a %s: nothing is written through a link or into a file: %w", p, typeName(t), ErrUnsafeArchive)
+		}
+		if _, ok := x.seen[p]; !ok {
+			x.implicit[p] = true
+		}
+	}
+	return x.root.MkdirAll(dir, 0o755)
+}
+
+// typeName names a tar entry type for error messages.
+func typeName(t byte) string {
+	switch t {
+	case tar.TypeDir:
+		return "directory"
+	case tar.TypeReg:
+		return "regular file"
+	case tar.TypeSymlink:
+		return "symbolic link"
+	case tar.TypeLink:
+		return "hard link"
+	}
+	return fmt.Sprintf("entry of type %q", string(t))
 }
 
 // linkInside refuses a symbolic link target that is absolute or leaves the tree.

@@ -59,7 +59,7 @@ func (s *Store) writeLauncher(a Agent, version, node string) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(StoreDir(s.home), "bin")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := realDir(dir, nil); err != nil {
 		return "", fmt.Errorf("write launcher: %w", err)
 	}
 	name := filepath.Join(dir, a.Name)

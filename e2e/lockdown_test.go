@@ -71,6 +71,7 @@ func lockdownHolds(t *testing.T, dir, mode string, probe *hostProbe) {
 		t.Errorf("%s mode: su got through", mode)
 	}
 	pkexecAbsent(t, dir, mode)
+	guestAgentNotRoot(t, dir, mode) // guestagent_test.go
 	if got := probe.counts(); got != before {
 		t.Errorf("%s mode: the host's listeners counted %+v after the probes, %+v before", mode, got, before)
 	}

@@ -251,8 +251,8 @@ func provisionProbeSaw(t *testing.T, dir, mode, want string, boots int) {
 // TestLockdownControls is the control group of every lockdown probe: in a full box, where
 // nothing blocks them, each way out lockdownHolds tries gets through and reaches its listener,
 // the approved provision script's network probe gets through at boot, Lima's resolver address
-// is answered (by the host agent), root's password is locked (why su fails in every box) and the
-// pkexec lookup works.
+// is answered (by the host agent), root's password is locked (why su fails in every box), the
+// pkexec lookup works, and the guest agent probe sees an agent run as root where one is.
 func TestLockdownControls(t *testing.T) {
 	dir := newProject(t, "controls")
 	box := boxName(t, dir)
@@ -291,5 +291,9 @@ func TestLockdownControls(t *testing.T) {
 	})
 	t.Run("the pkexec lookup works and finds no pkexec", func(t *testing.T) {
 		pkexecAbsent(t, dir, "full")
+	})
+	t.Run("Lima's guest agent runs as the box user, and the probe sees an agent root starts as root", func(t *testing.T) {
+		guestAgentNotRoot(t, dir, "full") // guestagent_test.go
+		guestAgentControl(t, dir)
 	})
 }

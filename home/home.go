@@ -139,5 +139,9 @@ func (h Home) SandboxLog() string { return filepath.Join(h.Logs(), "sandbox.json
 // SSHConfig is the ssh_config(5) file git corral ssh-config --install writes.
 func (h Home) SSHConfig() string { return filepath.Join(h.Dir, "ssh_config") }
 
+// BoxNotices records the notices already said for a box (session/notice.go), so that a notice
+// about something that does not change between sessions is said once, not on every command.
+func (h Home) BoxNotices(box string) string { return filepath.Join(h.Boxes(), box+".notices") }
+
 // SSHKnownHosts is the known_hosts file of an editor's ssh connections to a box.
 func (h Home) SSHKnownHosts(box string) string { return filepath.Join(h.Boxes(), box+".known_hosts") }

@@ -115,8 +115,6 @@ func TestProjectMayTighten(t *testing.T) {
 		{``, `readonly_project = true`, false, "readonly_project"},
 		{``, `readonly_project = false`, false, "readonly_project"},
 		{`readonly_project = true`, `readonly_project = false`, true, "readonly_project"},
-		{``, `protect_git_metadata = true`, false, "protect_git_metadata"},
-		{``, `protect_git_metadata = false`, true, "protect_git_metadata"},
 		{``, `source = "clone"`, false, "source"},
 		{`source = "clone"`, `source = "mount"`, true, "source"},
 		{``, `no_env_passthrough = true`, false, "no_env_passthrough"},
@@ -191,5 +189,42 @@ func TestTrustedOnly(t *testing.T) {
 				os.Remove(p)
 			}
 		})
+	}
+}
+
+// TestRetiredKey: protect_git_metadata is no longer a key (git metadata is always shadowed and
+// verified; every profile floored it at true, so false never took effect): a file naming it, in
+// any layer and with either value, is refused with what to do, not loaded and ignored. The
+// control loads the same files without it.
+func TestRetiredKey(t *testing.T) {
+	for _, layer := range []string{"global", "repository", "project"} {
+		for _, line := range []string{"protect_git_metadata = true", "protect_git_metadata = false"} {
+			t.Run(layer+"/"+line, func(t *testing.T) {
+				for _, retired := range []bool{true, false} {
+					f := newFixture(t)
+					body := "cpus = 1\n"
+					if retired {
+						body += line + "\n"
+					}
+					path := map[string]func(string) string{"global": f.global, "repository": f.repo, "project": f.project}[layer](body)
+					_, err := f.load()
+					if !retired {
+						if err != nil {
+							t.Fatalf("control without the key: %v", err)
+						}
+						continue
+					}
+					list := f.violations()
+					if len(list) != 1 || list[0].Key != "protect_git_metadata" || list[0].File != path || list[0].Line != 2 ||
+						!strings.Contains(list[0].Problem, "no longer a configuration key") || !strings.Contains(list[0].Why, "always shadowed") ||
+						!strings.Contains(list[0].Why, "delete this line") {
+						t.Fatalf("violations %+v: want protect_git_metadata at %s:2, no longer a key, saying why and what to do", list, path)
+					}
+				}
+			})
+		}
+	}
+	if lookupKey("protect_git_metadata") != nil || strings.Contains(Template(true), "protect_git_metadata") || strings.Contains(Template(false), "protect_git_metadata") {
+		t.Error("protect_git_metadata is still in the key table or a configuration template")
 	}
 }

@@ -57,7 +57,9 @@ func classify(doc *document, li layerInfo, vs *Violations) []setting {
 		switch {
 		case spec == nil:
 			reported[top] = true
-			if known := foldMatch(top); known != "" {
+			if why, ok := retiredKeys[top]; ok {
+				bad("unknown", "is no longer a configuration key", why, "")
+			} else if known := foldMatch(top); known != "" {
 				why, belongs := "keys are matched exactly, so a look-alike is refused rather than guessed", ""
 				if k := lookupKey(known); k != nil && li.layer == LayerRepository && k.Class == TrustedOnly {
 					why, belongs = why+"; "+known+" is trusted-only: "+k.Why, li.belongs

@@ -36,8 +36,6 @@ type Config struct {
 	Provision []string
 	// ReadonlyProject is `readonly_project`: mount the project read-only.
 	ReadonlyProject bool
-	// ProtectGitMetadata is `protect_git_metadata`: shadow and verify git metadata.
-	ProtectGitMetadata bool
 	// Source is `source`: "mount" or "clone".
 	Source string
 	// Image is `image` (trusted-only): the base image; "" means the locally built default.
@@ -122,21 +120,20 @@ type Config struct {
 // Default returns the built-in defaults, the lowest layer.
 func Default() *Config {
 	return &Config{
-		Network:            NetworkFull,
-		Profile:            "standard",
-		CPUs:               2,
-		Memory:             "2GiB",
-		Disk:               "10GiB",
-		ProtectGitMetadata: true,
-		Source:             "mount",
-		EnvFromHost:        map[string]string{},
-		Env:                map[string]string{},
-		GitIdentity:        "host",
-		AgentState:         "isolated", // shared mounts ~/.claude writable: trusted layers choose it (issue #23)
-		GitTokens:          map[string]string{},
-		Golden:             true,
-		SnapshotsKeep:      3,
-		AgentMinAge:        7 * 24 * time.Hour,
-		AgentVersions:      map[string]string{},
+		Network:       NetworkFull,
+		Profile:       "standard",
+		CPUs:          2,
+		Memory:        "2GiB",
+		Disk:          "10GiB",
+		Source:        "mount",
+		EnvFromHost:   map[string]string{},
+		Env:           map[string]string{},
+		GitIdentity:   "host",
+		AgentState:    "isolated", // shared mounts ~/.claude writable: trusted layers choose it (issue #23)
+		GitTokens:     map[string]string{},
+		Golden:        true,
+		SnapshotsKeep: 3,
+		AgentMinAge:   7 * 24 * time.Hour,
+		AgentVersions: map[string]string{},
 	}
 }

@@ -42,7 +42,7 @@ func TestHostileRepositoryConfig(t *testing.T) {
 		{"array of tables", "[[mounts]]\npath = \"/\"", "mounts", ""},
 		{"inline in table", "[env]\nA = \"1\"\n[x]\ny = { ssh_agent = true }", "x", ""},
 		{"escaped loosen", "\"net\\u0077ork\" = \"full\"\nprofile = \"strict\"\nprofile = \"standard\"", "profile", ""},
-		{"escaped tighten check", `"protect_git_metadat\u0061" = false`, `"protect_git_metadat\u0061"`, ""},
+		{"escaped tighten check", `"agent_stat\u0065" = "shared"`, `"agent_stat\u0065"`, ""},
 		// Unknown keys fail closed.
 		{"unknown", `netwrok = "full"`, "netwrok", ""},
 		{"unknown table", "[broker]\nallow = [\"*\"]", "broker", ""},

@@ -160,10 +160,6 @@ var keys = slices.Concat([]KeySpec{
 		Doc:   "A floor of guarantees (standard, strict, locked; see the profile table in SECURITY.md); every stricter profile includes the looser ones' guarantees.",
 		Why:   "a looser profile removes guarantees the user chose",
 		field: func(c *Config) any { return &c.Profile }},
-	{Name: "protect_git_metadata", Class: ProjectMayTighten, Kind: KindBool, Example: "true",
-		Doc:   "Shadow the repository's git metadata in the box and verify it from the host after each session.",
-		Why:   "false lets the box write hooks and git config that the host will execute",
-		field: func(c *Config) any { return &c.ProtectGitMetadata }},
 	{Name: "readonly_project", Class: ProjectMayTighten, Kind: KindBool, Example: "false",
 		Doc:   "Mount the project read-only in the box.",
 		Why:   "false lets the box write the host's working tree",
@@ -222,6 +218,18 @@ var keys = slices.Concat([]KeySpec{
 		Doc: "The default of `run --timeout` (the flag, when given, wins); \"0s\" means none. It does not limit `start` or `shell`.",
 		Why: "changes how long host-side commands wait on the box", field: func(c *Config) any { return &c.Timeout }},
 }, sandboxKeys)
+
+// retiredKeys are keys no file may hold any more, with what to do instead: a file naming one is
+// refused with this sentence rather than as an unknown key.
+//
+// protect_git_metadata: git metadata is always shadowed in the box and verified from the host.
+// The key was project-may-tighten and every profile, `standard` (the loosest and the default)
+// included, floored it at true, so `false` could never take effect in any configuration; making
+// it reachable would take a profile below standard whose only difference is that the box may
+// write hooks and git config the host then executes (SECURITY.md, "Git metadata").
+var retiredKeys = map[string]string{
+	"protect_git_metadata": "git metadata is always shadowed in the box and verified from the host after every session, and no key turns that off; delete this line",
+}
 
 // Keys returns every key, sorted by class then name.
 func Keys() []KeySpec {

@@ -55,7 +55,7 @@ func TestProfileFloor(t *testing.T) {
 	f.repo("profile = \"locked\"\nsource = \"clone\"\n")
 	eff := f.mustLoad()
 	c := eff.Config
-	if c.Network != NetworkOffline || !c.ReadonlyProject || c.AgentState != "isolated" || !c.NoEnvPassthrough || c.GitIdentity != "corral" || !c.ProtectGitMetadata {
+	if c.Network != NetworkOffline || !c.ReadonlyProject || c.AgentState != "isolated" || !c.NoEnvPassthrough || c.GitIdentity != "corral" {
 		t.Errorf("locked floor not applied: %+v", c)
 	}
 	if o := eff.Origins["network"].String(); o != "profile locked" {

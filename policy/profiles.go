@@ -22,8 +22,8 @@ type Profile struct {
 // predecessors' floors by init, so a stricter profile cannot forget a looser one's guarantee.
 var profiles = []*Profile{
 	{Name: "standard", Guarantees: []string{
-		"git metadata is shadowed in the box and verified from the host after every session",
-	}, Floor: map[string]any{"protect_git_metadata": true}},
+		"git metadata is shadowed in the box and verified from the host after every session (in every profile: no key turns it off)",
+	}, Floor: map[string]any{}},
 	{Name: "strict", Guarantees: []string{
 		"the box reaches the network only through the host-side broker (network at least broker)",
 		"nothing from the host environment reaches the box (no_env_passthrough)",

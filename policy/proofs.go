@@ -3,49 +3,51 @@ package policy
 // proofs names, for every key of the table, the tests that prove the key has its effect (not
 // only that it loads): "package.TestName", the package as its files declare it. A key whose
 // effect nothing proves is a promise the documentation makes and the code may not keep:
-// proofs_test.go fails for a key with no entry here, for a named test that does not exist, and
-// for one that CI would skip (an unconditional t.Skip, or a skip behind an environment variable
-// CI does not set). A key not worth proving is removed from the table, the docs and the loader.
+// proofs_test.go fails for a key with no entry here, for a named test that does not exist, for
+// one that CI would skip (an unconditional t.Skip, or a skip behind an environment variable CI
+// does not set), and for one that never sets the key (proofsets_test.go reads the test, its
+// subtests and the helpers it calls: a TOML assignment or the key's Config field, never a
+// comment or a message). A key not worth proving is removed from the table, the docs and the
+// loader.
 var proofs = map[string][]string{
 	"box_dirs":       {"e2e.TestKeysHide"},
-	"cpus":           {"vm.TestRenderGolden"},
+	"cpus":           {"vm.TestSizeKeysMakeTheBox"},
 	"default_agent":  {"e2e.TestAgents"},
-	"disk":           {"vm.TestRenderGolden"},
+	"disk":           {"vm.TestSizeKeysMakeTheBox"},
 	"golden":         {"e2e.TestGoldenSnapshotUndo"},
 	"hide":           {"e2e.TestKeysHide"},
 	"idle_stop":      {"e2e.TestKeysLifecycle", "session.TestIdleStopByItself", "session.TestBoxWatcherEnds"},
-	"memory":         {"vm.TestRenderGolden"},
+	"memory":         {"vm.TestSizeKeysMakeTheBox"},
 	"provision":      {"e2e.TestGuardsFullMode"},
-	"snapshot":       {"e2e.TestGoldenSnapshotUndo"},
-	"snapshots_keep": {"e2e.TestGoldenSnapshotUndo"},
+	"snapshot":       {"session.TestAutoSnapshot"},
+	"snapshots_keep": {"session.TestAutoSnapshot"},
 	"stop_on_exit":   {"e2e.TestKeysLifecycle", "session.TestStopOnExitLastSession", "session.TestStopOnExitSessionDuringStop"},
 
-	"agent_state":          {"e2e.TestAgents"},
-	"env":                  {"boxenv.TestAssembleOnlyNamedVariables", "session.TestSessionEnv"},
-	"git_identity":         {"e2e.TestKeysLifecycle", "session.TestGitIdentity", "session.TestGitIdentityInSessionEnv"},
-	"network":              {"e2e.TestBrokerMode", "e2e.TestOfflineMode"},
-	"no_env_passthrough":   {"boxenv.TestNoPassthroughForwardsNothing"},
-	"profile":              {"policy.TestProfileFloor"},
-	"protect_git_metadata": {"e2e.TestGuardsFullMode"},
-	"readonly_project":     {"vm.TestRenderPromises"},
-	"source":               {"e2e.TestCloneBox"},
+	"agent_state":        {"e2e.TestAgents"},
+	"env":                {"session.TestSessionEnv"},
+	"git_identity":       {"e2e.TestKeysLifecycle", "session.TestGitIdentityInSessionEnv"},
+	"network":            {"e2e.TestBrokerMode", "e2e.TestOfflineMode"},
+	"no_env_passthrough": {"e2e.TestBoxLifecycle", "session.TestSessionEnv", "session.TestSessionEnvTrustedSources"},
+	"profile":            {"policy.TestProfileFloor"},
+	"readonly_project":   {"vm.TestRenderPromises"},
+	"source":             {"e2e.TestCloneBox"},
 
-	"agent_min_age":     {"main.TestScripts", "agents.TestEnsureMinAge", "agents.TestTrustedOptions"},
+	"agent_min_age":     {"main.TestScripts"}, // testdata/script/agents.txtar
 	"agent_versions":    {"main.TestScripts"}, // testdata/script/agents.txtar
 	"api_brokers":       {"e2e.TestKeysAPIBrokers"},
 	"api_routes":        {"e2e.TestKeysAPIBrokers", "session.TestAPIBrokerRoute"},
 	"clone_uncommitted": {"e2e.TestCloneBox"},
 	"egress":            {"e2e.TestBrokerMode"},
-	"env_file":          {"boxenv.TestEnvFile"},
-	"env_from_host":     {"boxenv.TestEnvFromHostFailsClosed"},
-	"forward_env":       {"boxenv.TestAssembleOnlyNamedVariables"},
-	"git_tokens":        {"boxenv.TestGitTokens"},
-	"image":             {"session.TestImageKey"},
+	"env_file":          {"session.TestSessionEnvTrustedSources"},
+	"env_from_host":     {"e2e.TestBoxLifecycle", "session.TestSessionEnvTrustedSources"},
+	"forward_env":       {"session.TestSessionEnv"},
+	"git_tokens":        {"e2e.TestBoxLifecycle", "session.TestSessionEnvTrustedSources"},
+	"image":             {"vm.TestImageKeyMakesTheBox", "session.TestImageKey"},
 	"mounts":            {"e2e.TestKeysMountsPorts"},
 	"name":              {"session.TestBoxName"},
-	"ports":             {"e2e.TestKeysMountsPorts", "e2e.TestGuardsFullMode", "provision.TestSSHDConfEditorForwards", "session.TestRelayOnlyAfterGuard"},
-	"ssh_agent":         {"session.TestAgentSocketWarns"},
-	"timeout":           {"session.TestRunTimeout"},
+	"ports":             {"e2e.TestKeysMountsPorts", "e2e.TestGuardsFullMode"},
+	"ssh_agent":         {"session.TestSSHAgentKeyForwards", "session.TestAgentSocketWarns"},
+	"timeout":           {"session.TestTimeoutKeyEndsRun", "session.TestRunTimeout"},
 }
 
 // Proof returns the tests that prove the key's effect ("package.TestName").

@@ -32,10 +32,13 @@ var unprovenKeys = map[string]string{
 var ciEnv = map[string]bool{"CORRAL_E2E": true}
 
 // TestEveryKeyHasAProof: every key of the table names tests proving its effect, each named test
-// exists in the repository and CI runs it (no unconditional skip, no skip behind a variable CI
-// does not set). A key nobody proves fails here; remove it from the table or write its test.
+// exists in the repository, CI runs it (no unconditional skip, no skip behind a variable CI
+// does not set) and it sets the key (proofsets_test.go: a TOML assignment or the key's Config
+// field, in the test or the helpers it calls, never a comment or a message). A key nobody
+// proves fails here; remove it from the table or write its test.
 func TestEveryKeyHasAProof(t *testing.T) {
-	tests := repoTests(t)
+	fset := token.NewFileSet()
+	tests := repoTests(t, fset)
 	for _, k := range Keys() {
 		proof := k.Proof()
 		if _, ok := unprovenKeys[k.Name]; ok {
@@ -54,8 +57,14 @@ func TestEveryKeyHasAProof(t *testing.T) {
 			case !ok:
 				t.Errorf("key %s: proof %s does not exist", k.Name, name)
 			default:
-				if why := skippedInCI(fn); why != "" {
+				if why := skippedInCI(fn.fn); why != "" {
 					t.Errorf("key %s: proof %s is skipped in CI: %s", k.Name, name, why)
+				}
+				if at := setsKey(fset, fn.pkg, fn.fn, &k); at != "" {
+					t.Logf("key %s: %s sets it at %s", k.Name, name, at)
+				} else {
+					t.Errorf("key %s: proof %s (%s) never sets %s: write it as TOML (%s = …) or set Config.%s in the test or a helper it calls, then assert its effect",
+						k.Name, name, fset.Position(fn.fn.Pos()), k.Name, k.Name, cmpOr(configField(&k), "<field>"))
 				}
 			}
 		}
@@ -67,11 +76,18 @@ func TestEveryKeyHasAProof(t *testing.T) {
 	}
 }
 
-// repoTests parses every _test.go file of the repository: "package.TestName" → its declaration.
-func repoTests(t *testing.T) map[string]*ast.FuncDecl {
+// proofTest is one test function of the repository and the package it belongs to.
+type proofTest struct {
+	fn  *ast.FuncDecl
+	pkg *testPkg
+}
+
+// repoTests parses every _test.go file of the repository: "package.TestName" → its declaration
+// and package.
+func repoTests(t *testing.T, fset *token.FileSet) map[string]proofTest {
 	t.Helper()
-	out := map[string]*ast.FuncDecl{}
-	fset := token.NewFileSet()
+	out := map[string]proofTest{}
+	pkgs := map[string]*testPkg{}
 	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -86,9 +102,14 @@ func repoTests(t *testing.T) map[string]*ast.FuncDecl {
 		if err != nil {
 			return err
 		}
+		dir := filepath.Dir(p)
+		if pkgs[dir] == nil {
+			pkgs[dir] = newTestPkg(dir)
+		}
+		pkgs[dir].add(f)
 		for _, decl := range f.Decls {
 			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
-				out[strings.TrimSuffix(f.Name.Name, "_test")+"."+fn.Name.Name] = fn
+				out[strings.TrimSuffix(f.Name.Name, "_test")+"."+fn.Name.Name] = proofTest{fn: fn, pkg: pkgs[dir]}
 			}
 		}
 		return nil
@@ -100,6 +121,14 @@ func repoTests(t *testing.T) map[string]*ast.FuncDecl {
 		t.Fatalf("found only %d tests: the walk is broken", len(out))
 	}
 	return out
+}
+
+// cmpOr returns s, or def when s is empty.
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // skippedInCI says why fn would be skipped in CI, or "": a t.Skip among its top-level

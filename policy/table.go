@@ -53,6 +53,9 @@ func floorText(p *Profile) string {
 		parts = append(parts, fmt.Sprintf("`%s = %s`", k, quoteIfString(v)))
 	}
 	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "—"
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -5,8 +5,8 @@ package provision
 //     named below is refused: TCP, UDP, ICMP, DNS, IPv6, the host's loopback services behind
 //     the gateway.
 //   - Loopback inside the guest stays open: Lima's guest agent and its SSH port forwards reach
-//     guest services over lo, and the guest agent talks to the host over virtio-serial, which
-//     no firewall sees.
+//     guest services over lo, and the host reaches the guest agent through the SSH session
+//     (Lima forwards the agent's Unix socket), which the rules below let in.
 //   - Inbound: the host's SSH session arrives from the slirp gateway on tcp/22; replies travel
 //     as established traffic. DHCP replies from slirp are let in so the lease can be renewed.
 //   - Outbound: DHCP requests to slirp's built-in server (port 67, answered inside QEMU and never

@@ -101,6 +101,13 @@ func TestGuardRefusesLeftovers(t *testing.T) {
 		{"helper dir writable", "chmod g+w /usr/local/libexec/corral", "root-run path /usr/local/libexec/corral is writable"},
 		{"helper replaced by user's", "chown corral /usr/local/libexec/corral/guard-check", "guard-check is not owned by root"},
 		{"docker socket", "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"/run/docker.sock\")' && chmod 666 /run/docker.sock", "container socket /run/docker.sock"},
+		// Lima's guest agent, whose socket every local user can write, must not run as root;
+		// each with its control that passes (the agent as the box user, a virtio port root's
+		// only).
+		{"guest agent as root", fakeGuestAgent(""), "Lima's guest agent (pid"},
+		{"guest agent as the box user", fakeGuestAgent("setpriv --reuid=corral --regid=corral --init-groups"), ""},
+		{"virtio port open to all", fakeVirtioPort("666"), "box user can open the virtio port /dev/virtio-ports/io.lima-vm.guest_agent.0"},
+		{"virtio port root's only", fakeVirtioPort("600"), ""},
 		{"process with old group", "setpriv --reuid=corral --regid=corral --groups=$(getent group disk | cut -d: -f3) sleep 20 & P=$!; sleep 0.3", "still hold a root-equivalent group"},
 	}
 	g := newGuestRoot(t, privdropOptions())
@@ -136,6 +143,23 @@ if [ -n "$P" ]; then kill "$P"; wait "$P" || true; fi
 			}
 		})
 	}
+}
+
+// fakeVirtioPort gives the root a /dev of its own (a tmpfs in the test's mount namespace: the
+// host's /dev is bound there and must not change) with a character device where QEMU's
+// virtio-serial port for Lima's guest agent appears, with the given mode.
+func fakeVirtioPort(mode string) string {
+	return `mount -t tmpfs -o mode=0755 tmpfs /dev
+for n in null:3 zero:5 random:8 urandom:9; do mknod -m 666 "/dev/${n%:*}" c 1 "${n#*:}"; done
+mknod -m ` + mode + ` /dev/vport9p1 c 1 3
+mkdir /dev/virtio-ports && ln -s ../vport9p1 /dev/virtio-ports/io.lima-vm.guest_agent.0`
+}
+
+// fakeGuestAgent starts a process named lima-guestagent (a link to python3) through prefix (""
+// runs it as root), as the guard check finds Lima's guest agent.
+func fakeGuestAgent(prefix string) string {
+	return `ln -s /usr/bin/python3 /tmp/lima-guestagent
+` + prefix + ` /tmp/lima-guestagent -c 'import time; time.sleep(30)' daemon & P=$!; sleep 0.5`
 }
 
 // TestPrivdropRefusesPrimaryGroup: a primary group cannot be dropped with gpasswd, so the

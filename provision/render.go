@@ -99,6 +99,7 @@ type guestData struct {
 	GuardCheck, SSHDConf, Ruleset, Unit, Sudoers string
 	SessionCheck, GuardDaemon, GuardUnit         string
 	ForbiddenGroups, RootPaths, Sockets          string
+	GuestAgentNS, GuestAgentDropIn               string
 	InstallFile, Proxy, Packages                 string
 
 	CredentialHelperPath, CredentialHelper, GitConfig string
@@ -229,6 +230,12 @@ func filesData(d *guestData) error {
 		return err
 	}
 	if d.GuardUnit, err = readGuest("corral-guardd.service"); err != nil {
+		return err
+	}
+	if d.GuestAgentNS, err = execGuest("guestagent-ns.sh", d); err != nil {
+		return err
+	}
+	if d.GuestAgentDropIn, err = execGuest("lima-guestagent-corral.conf", d); err != nil {
 		return err
 	}
 	d.AgentBin = AgentBinGuest

@@ -64,7 +64,7 @@ func TestRenderShellcheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Scripts = append(b.Scripts, Script{Name: "guard-check", Body: d.GuardCheck})
+		b.Scripts = append(b.Scripts, Script{Name: "guard-check", Body: d.GuardCheck}, Script{Name: "guestagent-ns", Body: d.GuestAgentNS})
 		p := filepath.Join(dir, string(mode)+"-session-check")
 		if err := os.WriteFile(p, []byte(d.SessionCheck), 0o644); err != nil {
 			t.Fatal(err)

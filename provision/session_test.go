@@ -68,6 +68,8 @@ func TestSessionCheckLocked(t *testing.T) {
 		{"helper dir writable", "chmod o+w /usr/local/libexec/corral", "root-run path /usr/local/libexec/corral is writable by the box user"},
 		{"guard check owned by the box user", "chown corral /usr/local/libexec/corral/guard-check", "guard-check is writable by the box user"},
 		{"docker socket", "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"/run/docker.sock\")' && chmod 666 /run/docker.sock", "container socket /run/docker.sock"},
+		{"virtio port open to all", fakeVirtioPort("666"), "box user can open the virtio port /dev/virtio-ports/io.lima-vm.guest_agent.0"},
+		{"virtio port root's only (control)", fakeVirtioPort("600"), ""},
 		{"back in a root group", "gpasswd -a corral disk >/dev/null", "box user is in root-equivalent groups: disk"},
 		{"primary group root-equivalent", "usermod -g adm corral", "box user primary group is adm"},
 		{"second uid 0", "echo 'toor:x:0:0::/root:/bin/sh' >>/etc/passwd", "accounts other than root have uid 0: toor"},

@@ -9,7 +9,8 @@
 //     the spec the inside steps follow, by pure functions;
 //   - the two steps that run inside the sandbox as re-executions of git corral itself
 //     (inside.go: the init step, which relays the broker and reports how the command ended;
-//     execstep.go: limits and Landlock, then exec of the command);
+//     execstep.go: noexec mounts, capabilities and seccomp (noexec_linux.go), limits and
+//     Landlock, then exec of the command);
 //   - the seccomp filter (seccomp.go), the host side of a run (run.go), its log line (log.go),
 //     the default limits (defaults.go), the host's watch of a direct run (hostwatch.go), root's
 //     pids cgroup (cgroup.go) and the macOS Seatbelt rendering of a manifest (seatbelt.go, not
@@ -54,6 +55,13 @@
 //     start, again by Run before bubblewrap starts, and by each inside step, so neither
 //     bubblewrap, the steps nor the command holds one; marking, not closing, keeps the
 //     steps' own pipes usable until they are done with them.
-//   - seccomp is a filter assembled by github.com/elastic/go-seccomp-bpf and loaded by
-//     bubblewrap (--seccomp FD), so it covers every step inside.
+//   - seccomp is a filter assembled by github.com/elastic/go-seccomp-bpf. The exec step first
+//     makes every mount but the programs' noexec (Landlock's execute right does not cover the
+//     dynamic loader mapping a file it was handed), which needs CAP_SYS_ADMIN and unshare and
+//     mount_setattr, calls the filter refuses. So bubblewrap loads the filter without those
+//     (--seccomp FD, SetupSeccompProgram) and gives the steps CAP_SYS_ADMIN and CAP_SETPCAP;
+//     the exec step remounts, drops every capability and loads the whole filter over it before
+//     anything of the command runs, and the init step drops its capabilities and loads the
+//     whole filter before the exec step gets its spec (noexec_linux.go). No process in the
+//     sandbox runs without a filter.
 package sandbox

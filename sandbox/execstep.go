@@ -1,14 +1,16 @@
 package sandbox
 
-// Exec step rules: a fresh process inside the sandbox sets the rlimits, enters the Landlock
-// domain and execs the command; if any of that fails, the command does not run. The Landlock
-// domain grants:
+// Exec step rules: a fresh process inside the sandbox makes every mount but the programs'
+// noexec in a mount namespace of its own, drops every capability and loads the seccomp filter
+// (noexec_linux.go), sets the rlimits, enters the Landlock domain and execs the command; if any
+// of that fails, the command does not run. The Landlock domain grants:
 //   - listing directories anywhere in the sandbox's view (names, not contents);
 //   - reading the system library and data directories and /etc, but not the program
 //     directories (bin, sbin, libexec), so that the dynamic loader cannot be handed a program
 //     that exec.allow does not list;
 //   - reading and writing /dev/null, zero, full, random, urandom;
-//   - reading fs.read, reading and writing fs.write and the scratch /tmp (no execution there);
+//   - reading fs.read, reading and writing fs.write and the scratch /tmp (no execution there,
+//     and, as they are noexec mounts, no mapping as code either);
 //   - reading and executing exec.allow, the command, and the dynamic loaders they name;
 //   - on ABI 4 and later, TCP connect only to the broker relay's port and no TCP bind; on ABI 6
 //     and later, no signals to and no abstract sockets of processes outside the domain.
@@ -87,10 +89,14 @@ func execStep() int {
 	return code
 }
 
-// prepareExec joins the pids cgroup, sets the rlimits, enters the Landlock domain and marks
-// every descriptor but the standard three close-on-exec, so that the command gets none of
-// the sandbox's own and none its caller left open (package inherit).
+// prepareExec makes every mount but the programs' noexec, drops every capability, loads the
+// seccomp filter (fenceExec), joins the pids cgroup, sets the rlimits, enters the Landlock
+// domain and marks every descriptor but the standard three close-on-exec, so that the command
+// gets none of the sandbox's own and none its caller left open (package inherit).
 func prepareExec(spec Spec) error {
+	if err := fenceExec(spec); err != nil {
+		return err
+	}
 	if spec.Cgroup {
 		fd := execCgroupFD
 		if spec.Direct {

@@ -78,7 +78,7 @@ func TestHostile(t *testing.T) {
 	must(t, os.MkdirAll(f.dir+"/bin", 0o755))
 	must(t, os.WriteFile(f.dir+"/bin/script", []byte("#!/usr/bin/perl\nexit 0;\n"), 0o755))
 	t.Cleanup(func() { os.Remove(f.scratchCopy()) })
-	for _, c := range hostileCases() {
+	for _, c := range append(hostileCases(), loaderCases(f.loaderFiles(t))...) {
 		t.Run(c.name, func(t *testing.T) {
 			args := c.probe(f)
 			var deny *Manifest

@@ -111,6 +111,13 @@ func supervise() (Report, int) {
 		return setupReport("start the exec step: %v", err)
 	}
 	r.Close()
+	// The exec step needed this step's capabilities and no filter to make its mounts noexec;
+	// this step gives up both before the exec step gets its spec (noexec_linux.go).
+	if err := fenceInit(spec.Filter); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return setupReport("%v", err)
+	}
 	json.NewEncoder(w).Encode(spec)
 	w.Close()
 	var peak atomic.Int64

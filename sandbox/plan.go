@@ -11,6 +11,13 @@ package sandbox
 //     the environment, the command and the broker's secret go through the spec pipe.
 //   - Mounts are ordered parents first, so a read-only grant inside a writable one stays
 //     read-only, and grants inside /tmp are mounted after the scratch tmpfs.
+//   - Every program exec.allow lists outside the system directories, and the command itself,
+//     is a mount of its own (read-write only inside fs.write), because the exec step makes every
+//     other mount noexec (ExecRoots): then no file of fs.read, fs.write or /tmp can be mapped
+//     as code, not even by the dynamic loader run directly.
+//   - bubblewrap gives the inside steps CAP_SYS_ADMIN and CAP_SETPCAP in the sandbox's user
+//     namespace (root's steps have every capability there) for that remount; the steps drop
+//     every capability before the command runs.
 
 import (
 	"errors"
@@ -32,8 +39,10 @@ const (
 
 // File descriptors bubblewrap and the init step receive.
 const (
-	specFD    = 3
-	reportFD  = 4
+	specFD   = 3
+	reportFD = 4
+	// seccompFD carries bubblewrap's filter: the setup filter (SetupSeccompProgram), which
+	// lets the exec step remount; the steps load the whole filter (Spec.Filter) over it.
 	seccompFD = 5
 	// cgroupFD is the pids cgroup's cgroup.procs (root only); the exec step gets it as
 	// execCgroupFD from the init step, as cgroupFD itself on the direct path.
@@ -96,6 +105,12 @@ type Spec struct {
 	Read  []string `json:"read"`
 	Write []string `json:"write"`
 	Exec  []string `json:"exec"`
+	// ExecRoots are the mounts that stay executable (the system directories, exec.allow and
+	// the command); the exec step makes every other mount noexec (noexec_linux.go).
+	ExecRoots []string `json:"execRoots"`
+	// Filter is the whole seccomp program (SeccompProgram), which the steps load over
+	// bubblewrap's setup filter once the exec step has made its mounts noexec.
+	Filter []byte `json:"filter,omitempty"`
 	// Limits, the defaults filled in, are applied by the exec step (rlimits) and reported on
 	// by the init step (on the direct path: by the host).
 	Limits Limits `json:"limits"`
@@ -145,6 +160,7 @@ func NewPlan(m *Manifest, h Host, argv []string) (*Plan, error) {
 		p.Spec.Broker, p.Spec.Secret = brokerDir+"/"+brokerSock, h.Secret
 	}
 	p.Spec.Direct = Direct(m)
+	p.Spec.ExecRoots = append(systemExecDirs(h), p.Spec.Exec...)
 	p.Args = bwrapArgs(m, h, p.Spec.Limits.Scratch)
 	if p.Spec.Direct {
 		// bubblewrap starts the exec step itself, and tells the host the PID of its child, whose
@@ -210,6 +226,7 @@ func bwrapArgs(m *Manifest, h Host, scratch int64) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
 		"--new-session", "--clearenv", "--setenv", "HOME", "/tmp", "--hostname", "corral-sandbox",
+		"--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
 		"--ro-bind", "/usr", "/usr",
 	}
 	for _, l := range systemLinks {
@@ -240,22 +257,25 @@ func bwrapArgs(m *Manifest, h Host, scratch int64) []string {
 }
 
 // mounts returns the grants' bind mounts, parents first, split into those outside /tmp
-// (mounted before the scratch tmpfs) and inside it (after).
+// (mounted before the scratch tmpfs) and inside it (after). A program to execute (exec.allow,
+// the command) outside the system directories is always a mount of its own, so that it stays
+// executable when the grant around it is made noexec; it is read-write only when the nearest
+// grant around it is fs.write.
 func mounts(m *Manifest, h Host) (early, late []string) {
 	kind := map[string]string{}
 	for _, p := range m.Read {
 		kind[p] = "--ro-bind"
 	}
-	for _, p := range m.Exec {
-		if !visible(p, m, h) {
-			kind[p] = "--ro-bind"
-		}
-	}
-	if !visible(h.Program, m, h) {
-		kind[h.Program] = "--ro-bind"
-	}
 	for _, p := range m.Write {
 		kind[p] = "--bind"
+	}
+	for _, p := range append(append([]string{}, m.Exec...), h.Program) {
+		if _, ok := kind[p]; !ok && !systemPath(p, h) {
+			kind[p] = "--ro-bind"
+			if g := nearest(p, append(append([]string{}, m.Read...), m.Write...)); g != "" {
+				kind[p] = kind[g]
+			}
+		}
 	}
 	paths := make([]string, 0, len(kind))
 	for p := range kind {
@@ -278,22 +298,38 @@ func mounts(m *Manifest, h Host) (early, late []string) {
 	return early, late
 }
 
-// visible reports whether path is already mounted by the system binds or a grant.
-func visible(path string, m *Manifest, h Host) bool {
-	if within(path, "/usr") {
-		return true
-	}
-	for l, target := range h.Links {
-		if target == "" && within(path, l) {
-			return true
-		}
-	}
-	for _, g := range append(append([]string{}, m.Read...), m.Write...) {
-		if within(path, g) {
+// systemPath reports whether path is inside the system directories the sandbox mounts
+// read-only and executable (/usr, and /bin, /lib… where they are directories).
+func systemPath(path string, h Host) bool {
+	for _, d := range systemExecDirs(h) {
+		if within(path, d) {
 			return true
 		}
 	}
 	return false
+}
+
+// systemExecDirs are the system directories mounted as they are, executable: /usr and those
+// of systemLinks that are directories on the host.
+func systemExecDirs(h Host) []string {
+	dirs := []string{"/usr"}
+	for _, l := range systemLinks {
+		if target, ok := h.Links[l]; ok && target == "" {
+			dirs = append(dirs, l)
+		}
+	}
+	return dirs
+}
+
+// nearest returns the longest of roots that path is at or under, or "".
+func nearest(path string, roots []string) string {
+	best := ""
+	for _, r := range roots {
+		if within(path, r) && len(r) > len(best) {
+			best = r
+		}
+	}
+	return best
 }
 
 // workDir is where the command starts: the host's directory when a grant covers it, else /tmp.

@@ -155,6 +155,9 @@ func probeErr(kind string, args []string) error {
 		}
 		return fmt.Errorf("%s not set", arg(0))
 	}
+	if err, ok := loaderProbe(kind, args); ok {
+		return err
+	}
 	return limitProbe(kind, arg(0))
 }
 

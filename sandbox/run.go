@@ -169,7 +169,11 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	filter, err := SeccompProgram()
+	whole, err := SeccompProgram()
+	if err != nil {
+		return nil, err
+	}
+	filter, err := SetupSeccompProgram()
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +188,7 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 		return nil, err
 	}
 	p.plan.Spec.NoLandlock = abi < MinLandlockABI && o.NoLandlock
+	p.plan.Spec.Filter = whole
 	if needPidsCgroup(p.plan.Spec.Limits) {
 		if o.Manifest.Limits.Pids == 0 && !pidsController() {
 			// Only the default asked for it: the run goes on, and its log line says so.

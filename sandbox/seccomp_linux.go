@@ -1,26 +1,43 @@
 package sandbox
 
-// Seccomp rules: everything is allowed except the calls below, which fail with EPERM (clone3
-// with ENOSYS, so that libc falls back to clone, whose flags the filter can see):
+// Seccomp rules: a call is judged by the deny list below only if it is a call of the native ABI
+// that the filter knows; everything else is refused before the list is consulted:
+//   - a call of another architecture (seccomp_data.arch not the host's: i386 through int 0x80
+//     or a 32-bit process on x86_64, AArch32 compat on arm64, any unknown value) kills the
+//     process. The deny list names native numbers only, so such a call would otherwise pass
+//     whatever it is, and a native program never makes one: dying loudly (SIGSYS, as
+//     libseccomp does for a bad arch) beats an errno the program was not written to expect;
+//   - a number above open_tree_attr's (the last call whose place on the deny list was decided)
+//     fails with ENOSYS, as on a kernel without that call, so libc and Go fall back: a call a
+//     newer kernel adds is refused until it is reviewed. This also covers x32 numbers (bit
+//     0x40000000 on x86_64) and negative ones.
+// Of the native calls the filter knows, everything is allowed except the calls below, which
+// fail with EPERM (clone3 with ENOSYS, so that libc falls back to clone, whose flags the filter
+// can see):
 //   - debugging and reading other processes: ptrace, process_vm_readv/writev, kcmp;
 //   - kernel facilities a sandbox has no business with: bpf, perf_event_open, keyctl, add_key,
 //     request_key, userfaultfd, io_uring (its operations bypass seccomp), syslog;
-//   - the mount API and namespaces: mount, umount2, pivot_root, the new mount API, setns,
-//     unshare, and clone with any CLONE_NEW* flag;
-//   - kernel modules, kexec, reboot, swap, accounting, quotas, I/O ports;
+//   - the mount API and namespaces: mount, umount2, pivot_root, the new mount API (with
+//     open_tree_attr), setns, unshare, and clone with any CLONE_NEW* flag;
+//   - kernel modules, kexec, reboot, swap, accounting, quotas, I/O ports (x86 only);
 //   - setting clocks: clock_settime, clock_adjtime, settimeofday, adjtimex;
 //   - memfd_create and memfd_secret, so that no program is executed from anonymous memory;
 //   - ioctl TIOCSTI and TIOCLINUX on any descriptor, compared on the low 32 bits of the
 //     request (the kernel ignores the high half, so an equality on 64 bits could be bypassed).
-// The filter is assembled by github.com/elastic/go-seccomp-bpf (which also refuses the x32 ABI
-// and any other architecture) and handed to bubblewrap as raw sock_filter records.
+// The deny list is assembled by github.com/elastic/go-seccomp-bpf behind the ABI guard above
+// (the library alone refuses x32 numbers with ENOSYS but allows every call of another
+// architecture: its program jumps to the default action, allow), as raw sock_filter records.
+// bubblewrap loads it without unshare, mount and mount_setattr (SetupSeccompProgram), and the
+// inside steps load the whole of it over that before the command runs (noexec_linux.go).
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -31,11 +48,28 @@ var deniedSyscalls = []string{
 	"bpf", "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd",
 	"io_uring_setup", "io_uring_enter", "io_uring_register", "syslog",
 	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
-	"fspick", "mount_setattr", "setns", "unshare",
+	"fspick", "mount_setattr", "open_tree_attr", "setns", "unshare",
 	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
-	"swapon", "swapoff", "acct", "quotactl", "iopl", "ioperm", "open_by_handle_at",
+	"swapon", "swapoff", "acct", "quotactl", "open_by_handle_at",
 	"clock_settime", "clock_adjtime", "settimeofday", "adjtimex",
 	"memfd_create", "memfd_secret",
+}
+
+// deniedX86Syscalls fail with EPERM where they exist: the I/O port calls, which only x86 has
+// (an arm64 table without them must not fail the whole filter).
+var deniedX86Syscalls = []string{"iopl", "ioperm"}
+
+// deniedNames is deniedSyscalls and those of deniedX86Syscalls the native table has.
+func deniedNames() []string {
+	names := slices.Clone(deniedSyscalls)
+	if native, err := arch.GetInfo(""); err == nil {
+		for _, n := range deniedX86Syscalls {
+			if _, ok := native.SyscallNames[n]; ok {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // namespaceFlags are the clone flags that make a new namespace.
@@ -55,7 +89,7 @@ func seccompPolicy() seccomp.Policy {
 	return seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionErrno, Names: deniedSyscalls},
+			{Action: seccomp.ActionErrno, Names: deniedNames()},
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
 			{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{
 				{Name: "clone", Conditions: seccomp.ArgumentConditions{
@@ -79,14 +113,49 @@ func lowWordEquals(arg uint32, v uint32) seccomp.ArgumentConditions {
 	return append(c, seccomp.Condition{Argument: arg, Operation: seccomp.BitsNotSet, Value: uint64(^v)})
 }
 
-// SeccompProgram returns the filter as the raw sock_filter records bubblewrap's --seccomp reads.
+// lastKnownSyscall is the last call whose place on the deny list was decided (Linux 6.15);
+// every number above its number fails with ENOSYS. Raise it only after reviewing the calls
+// added since, on every architecture the sandbox builds for.
+const lastKnownSyscall = "open_tree_attr"
+
+// abiGuard refuses what the deny list cannot judge, before it is consulted: a call of another
+// architecture kills the process, and a number above lastKnownSyscall's fails with ENOSYS.
+func abiGuard(native *arch.Info) ([]bpf.Instruction, error) {
+	top, ok := native.SyscallNames[lastKnownSyscall]
+	if !ok {
+		return nil, fmt.Errorf("the %s system call table has no %s", native.Name, lastKnownSyscall)
+	}
+	return []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(native.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)},
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr, compared unsigned
+		bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(top), SkipFalse: 1},
+		bpf.RetConstant{Val: uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)},
+	}, nil
+}
+
+// SeccompProgram returns the whole filter, the one the command runs under, as raw sock_filter
+// records (the format of bubblewrap's --seccomp).
 func SeccompProgram() ([]byte, error) {
-	pol := seccompPolicy()
-	insns, err := pol.Assemble()
+	return assembleProgram(seccompPolicy())
+}
+
+// assembleProgram turns pol, behind the ABI guard, into raw sock_filter records.
+func assembleProgram(pol seccomp.Policy) ([]byte, error) {
+	native, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}
-	raw, err := bpf.Assemble(insns)
+	insns, err := abiGuard(native)
+	if err != nil {
+		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
+	}
+	policy, err := pol.Assemble()
+	if err != nil {
+		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
+	}
+	raw, err := bpf.Assemble(append(insns, policy...))
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}

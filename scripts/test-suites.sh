@@ -7,6 +7,11 @@ GO=${GO:-go}
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
 
+# What scripts/e2e-record.sh reads back: when, which commit, which machine, how loaded.
+suite_t0=$(date +%s)
+echo "run: date=$(date -u +%Y-%m-%dT%H:%M:%SZ) commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo -dirty)"
+echo "machine: cpu=\"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)\" cores=$(nproc) kernel=$(uname -r) load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+
 run_suite() { # name, then the go test arguments
   local name=$1; shift
   local t0 t1 rc
@@ -14,8 +19,11 @@ run_suite() { # name, then the go test arguments
   "$GO" test -json "$@" >"$logdir/$name.json" 2>"$logdir/$name.err"
   rc=$?
   t1=$(date +%s)
-  # Human-readable output: the package lines and any failing test's output.
-  "$GO" run ./internal/testsummary -name "$name" -seconds $((t1 - t0)) <"$logdir/$name.json" | tee -a "$logdir/summary"
+  # Human-readable output: the package lines and any failing test's output; for the suites of
+  # real boxes, each group's result and wall time.
+  local groups=
+  [ "$name" = unit ] || groups=-groups
+  "$GO" run ./internal/testsummary -name "$name" -seconds $((t1 - t0)) $groups <"$logdir/$name.json" | tee -a "$logdir/summary"
   cat "$logdir/$name.err" >&2
   return $rc
 }
@@ -38,6 +46,8 @@ fi
 CORRAL_E2E=1 run_suite e2e -count=1 -timeout 80m ./e2e/ || rc=1
 echo
 echo "== test suites"
+grep '^group ' "$logdir/summary"
 grep '^suite ' "$logdir/summary"
+echo "total: time=$(($(date +%s) - suite_t0))s load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
 awk '/^suite /{for(i=1;i<=NF;i++){if($i~/^passed=/){split($i,a,"=");p+=a[2]} if($i~/^failed=/){split($i,a,"=");f+=a[2]} if($i~/^skipped=/){split($i,a,"=");s+=a[2]}}} END{printf "%d passed, %d failed, %d skipped\n", p, f, s}' "$logdir/summary"
 exit $rc

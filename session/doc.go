@@ -10,7 +10,8 @@
 // the snapshot of git metadata before boot, automatic snapshots and idle stop, vm.Ensure, and
 // the box's broker child in broker mode. OpenClone does the same for a box that mounts nothing
 // of the host (clone and fetch), with the same network-change rule, broker port rule, preflight
-// and audit. (*Box).Run runs one command: the connection, the guest guard check (the guard
+// and audit. Preview runs the guards of Open that need no box, the same functions, for the
+// commands that show a box without starting it (preview.go). (*Box).Run runs one command: the connection, the guest guard check (the guard
 // daemon's report, in-band, or a separate check), the host-side guard of git metadata (snapshot
 // verified, watched, verified again; the session base for git corral diff), the environment in
 // the SSH channel, and the audit records of launch, exit and refusal.

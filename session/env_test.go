@@ -1,6 +1,8 @@
 package session
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -60,5 +62,57 @@ func TestSessionEnv(t *testing.T) {
 	cfg.Env = nil
 	if got, _, hostValues, err = envWith(b, nil); err != nil || hostValues || got["https_proxy"] == "" {
 		t.Errorf("broker mode without host values: %v, hostValues %v, %d variables", err, hostValues, len(got))
+	}
+}
+
+// TestSessionEnvTrustedSources: env_from_host, env_file and git_tokens each put their host
+// values into the session's environment under the box's names; the control, the same host with
+// none of the keys set, sends none of them; no_env_passthrough drops what comes from the host's
+// environment (env_from_host, git_tokens) and keeps env_file's, a file the trusted layers name
+// for the box (boxenv.Assemble); and an env_from_host naming an unset host variable refuses the
+// session rather than sending less.
+func TestSessionEnvTrustedSources(t *testing.T) {
+	t.Setenv("CORRAL_TEST_DEPLOY", "deploy-value")
+	t.Setenv("CORRAL_TEST_GH", "gh-token-value")
+	file := filepath.Join(t.TempDir(), "box.env")
+	must(t, os.WriteFile(file, []byte("FROM_FILE=file-value\n"), 0o600))
+	fromKeys := map[string]string{"BOX_DEPLOY": "deploy-value", "FROM_FILE": "file-value",
+		"CORRAL_GIT_TOKEN_0": "gh-token-value", "CORRAL_GIT_TOKEN_0_HOST": "github.com"}
+
+	cfg := policy.Default()
+	cfg.GitIdentity = "none"
+	control, _, hostValues, err := envWith(&Box{Config: cfg}, nil)
+	if err != nil || hostValues {
+		t.Fatalf("control: %v, hostValues %v", err, hostValues)
+	}
+	for k := range fromKeys {
+		if _, ok := control[k]; ok {
+			t.Errorf("control: %s is in the session without any key naming it: %v", k, control)
+		}
+	}
+
+	cfg.EnvFromHost = map[string]string{"BOX_DEPLOY": "CORRAL_TEST_DEPLOY"}
+	cfg.EnvFile = file
+	cfg.GitTokens = map[string]string{"github.com": "CORRAL_TEST_GH"}
+	got, names, hostValues, err := envWith(&Box{Config: cfg}, nil)
+	if err != nil || !hostValues {
+		t.Fatalf("env: %v, hostValues %v", err, hostValues)
+	}
+	if !reflect.DeepEqual(got, fromKeys) {
+		t.Errorf("env = %v, want exactly %v", got, fromKeys)
+	}
+	if strings.Contains(strings.Join(names, ","), "CORRAL_TEST_") {
+		t.Errorf("names %v: the host's own variable names must not be sent", names)
+	}
+
+	cfg.NoEnvPassthrough = true
+	if got, _, _, err := envWith(&Box{Config: cfg}, nil); err != nil || !reflect.DeepEqual(got, map[string]string{"FROM_FILE": "file-value"}) {
+		t.Errorf("no_env_passthrough: env %v, %v; want nothing from the host environment, env_file's value kept", got, err)
+	}
+
+	cfg.NoEnvPassthrough = false
+	cfg.EnvFromHost = map[string]string{"BOX_DEPLOY": "CORRAL_TEST_UNSET_HOST_VAR"}
+	if got, _, _, err := envWith(&Box{Config: cfg}, nil); err == nil || !strings.Contains(err.Error(), "CORRAL_TEST_UNSET_HOST_VAR") {
+		t.Errorf("env_from_host of an unset host variable: env %v, %v; want a refusal naming it", got, err)
 	}
 }

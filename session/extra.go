@@ -35,7 +35,9 @@ import (
 )
 
 // ExtraMounts checks cfg's mounts entries for the project at projectDir (see the rules above)
-// and returns them as the template takes them. getenv supplies HOME (nil: os.Getenv).
+// and returns them as the template takes them. projectDir is "" when there is no checkout (a
+// preview of a file alone): the entries are then not compared with a project. getenv supplies
+// HOME (nil: os.Getenv).
 func ExtraMounts(h home.Home, cfg *policy.Config, projectDir string, getenv func(string) string) ([]vm.ExtraMount, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -71,6 +73,9 @@ func extraMount(h home.Home, m policy.Mount, projectDir string, getenv func(stri
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 		return vm.ExtraMount{}, hint.With(fmt.Errorf("mounts entry %q: host path %q is not a directory", m.Entry, real),
 			"mount the directory that holds it")
+	}
+	if projectDir == "" { // no checkout (config check of a file): nothing to overlap
+		return vm.ExtraMount{Entry: m.Entry, Host: real, Guest: m.Guest, Writable: m.Writable}, nil
 	}
 	if rel := relation(real, projectDir); rel != "" {
 		return vm.ExtraMount{}, hint.With(fmt.Errorf("mounts entry %q: host path %q %s the project %q, a second view of it that the git shadow, hide and readonly_project do not cover", m.Entry, real, rel, projectDir),

@@ -56,21 +56,14 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if _, _, _, err := GitIdentity(ctx, cfg.GitIdentity, p.TopLevel); err != nil { // before any boot
 		return nil, err
 	}
-	if cfg.Source == SourceClone { // clone.go: no mount, HEAD + tracked changes delivered
-		return openCloneSource(ctx, req, p, cfg)
-	}
-	// A project that is, contains or lies inside what the host trusts ($HOME itself,
-	// $CORRAL_HOME, ~/.ssh, ~/.config, the Lima home…) would hand the box the host: refused
-	// before anything is recorded, looked for or booted (SECURITY.md "What a box may mount").
-	if err := h.CheckProjectMount(p.TopLevel, req.Getenv); err != nil {
-		return nil, mountHint(err)
-	}
-	if err := CheckGitMounts(p, h, req.Getenv); err != nil { // a linked worktree's common dir (gitmounts.go)
-		return nil, err
-	}
-	extra, err := ExtraMounts(h, cfg, p.TopLevel, req.Getenv) // extra.go
+	// What the box may mount of the host, refused before anything is recorded, looked for or
+	// booted; the previews run the same function (preview.go).
+	extra, err := CheckMounts(h, p, cfg, req.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Source == SourceClone { // clone.go: no mount, HEAD + tracked changes delivered
+		return openCloneSource(ctx, req, p, cfg)
 	}
 	done = trace.Step("preflight")
 	err = preflight(ctx, req, h, p.Box, p.TopLevel, cfg)

@@ -103,7 +103,7 @@ func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []strin
 		return nil, nil, false, err
 	}
 	if len(missing) > 0 {
-		b.req.notice(fmt.Sprintf("git_identity = \"host\": the host's git has no %s; commits in the box carry the box's own", strings.Join(missing, " or ")))
+		b.noticeOnce(fmt.Sprintf("git_identity = \"host\": the host's git has no %s; commits in the box carry the box's own", strings.Join(missing, " or ")))
 	}
 	for k, v := range id {
 		e.Values[k] = v

@@ -24,8 +24,8 @@ func (b *Box) renderGuest(ctx context.Context) error {
 	return err
 }
 
-// RenderGuest refuses unapproved provision scripts, plans the git shadow (nil when git
-// metadata is not protected), resolves hide and box_dirs on the host (hide.go) and renders
+// RenderGuest refuses unapproved provision scripts, plans the git shadow (always: no key turns
+// it off), resolves hide and box_dirs on the host (hide.go) and renders
 // every guest script of the mounted project p's box, in order: what start gives the box, and
 // what provision render and list's drift check show.
 func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box string, cfg *policy.Config, brokerPort int) (*gitshadow.Plan, provision.Bundle, error) {
@@ -37,17 +37,8 @@ func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 		}
 		return nil, provision.Bundle{}, hint.With(err, hn)
 	}
-	var plan *gitshadow.Plan
-	script := ""
-	if cfg.ProtectGitMetadata {
-		if plan, err = gitshadow.Discover(ctx, p); err != nil {
-			return nil, provision.Bundle{}, fmt.Errorf("plan the git shadow: %w", err)
-		}
-		if script, err = plan.BootScript(); err != nil {
-			return nil, provision.Bundle{}, fmt.Errorf("render the git shadow: %w", err)
-		}
-	}
-	_, coverSh, err := coverScript(p.TopLevel, cfg, plan) // hide.go
+	// Every mount-mode box shadows its git metadata: no key turns it off (policy.retiredKeys).
+	plan, script, coverSh, err := shadowAndCover(ctx, p, cfg)
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
@@ -61,4 +52,18 @@ func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 		ForwardPorts: fwd, SSHAgent: cfg.SSHAgent,
 	})
 	return plan, bundle, hint.With(err, "the values above come from the repository, its config and the host user name")
+}
+
+// shadowAndCover plans the git shadow of the mounted project p and resolves cfg's hide and
+// box_dirs paths on the host against it (hide.go), returning both boot scripts. RenderGuest and
+// Preview share it.
+func shadowAndCover(ctx context.Context, p *project.Project, cfg *policy.Config) (plan *gitshadow.Plan, shadowSh, coverSh string, err error) {
+	if plan, err = gitshadow.Discover(ctx, p); err != nil {
+		return nil, "", "", fmt.Errorf("plan the git shadow: %w", err)
+	}
+	if shadowSh, err = plan.BootScript(); err != nil {
+		return nil, "", "", fmt.Errorf("render the git shadow: %w", err)
+	}
+	_, coverSh, err = coverScript(p.TopLevel, cfg, plan)
+	return plan, shadowSh, coverSh, err
 }

@@ -44,10 +44,21 @@ func watchMain(box string) int {
 	return 0
 }
 
+// sessionMain loads the box's configuration as a session does (policy.Load: the per-project
+// file watchEnv.session wrote holds idle_stop and stop_on_exit) and checks it says what the
+// command line says the test asked for.
 func sessionMain(args []string) int {
-	idle, _ := time.ParseDuration(args[1])
-	cfg := &policy.Config{IdleStop: idle, StopOnExit: args[2] == "true"}
 	m := testManager()
+	eff, err := policy.Load(context.Background(), policy.LoadOptions{Home: m.Home, Box: args[0]})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg := eff.Config
+	if idle, _ := time.ParseDuration(args[1]); cfg.IdleStop != idle || strconv.FormatBool(cfg.StopOnExit) != args[2] {
+		fmt.Fprintf(os.Stderr, "loaded idle_stop %s, stop_on_exit %t; the test asked for %s, %s\n", cfg.IdleStop, cfg.StopOnExit, args[1], args[2])
+		return 1
+	}
 	if _, err := m.BeginSessionLimits(context.Background(), args[0], cfg.IdleStop, cfg.StopOnExit); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -141,10 +152,13 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// session starts a session process (see TestMain) and waits until it has marked the box and
-// started its watcher.
+// session writes the box's trusted per-project file setting idle_stop to idle and stop_on_exit
+// to stopOnExit, starts a session process (see TestMain) that loads it and holds the session
+// for hold, and waits until it has marked the box and started its watcher.
 func (w *watchEnv) session(idle string, stopOnExit bool, hold string) *exec.Cmd {
 	w.t.Helper()
+	must(w.t, os.MkdirAll(filepath.Dir(w.h.ProjectConfig(w.box)), 0o700))
+	must(w.t, os.WriteFile(w.h.ProjectConfig(w.box), []byte(fmt.Sprintf("idle_stop = %q\nstop_on_exit = %t\n", idle, stopOnExit)), 0o600))
 	watch := "watch"
 	if w.noWatcher {
 		watch = "none"

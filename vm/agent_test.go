@@ -3,54 +3,17 @@ package vm
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/git-corral/git-corral/internal/sshtest"
 )
 
-// hostAgent starts a real ssh-agent on a socket in a temp dir holding one fresh key, and
-// returns the socket and the key's fingerprint line as ssh-add -l prints it.
+// hostAgent is sshtest.HostAgent with this package's key comment.
 func hostAgent(t *testing.T) (sock, fingerprint string) {
 	t.Helper()
-	for _, tool := range []string{"ssh-agent", "ssh-add", "ssh-keygen"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s (openssh-client): %v", tool, err)
-		}
-	}
-	dir := t.TempDir()
-	sock = filepath.Join(dir, "agent.sock")
-	agentCmd := exec.Command("ssh-agent", "-D", "-a", sock)
-	if err := agentCmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agentCmd.Process.Kill(); agentCmd.Wait() })
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	key := filepath.Join(dir, "id_ed25519")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "corral-agent-test", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v %s", err, out)
-	}
-	add := exec.Command("ssh-add", key)
-	add.Env = []string{"SSH_AUTH_SOCK=" + sock}
-	if out, err := add.CombinedOutput(); err != nil {
-		t.Fatalf("ssh-add: %v %s", err, out)
-	}
-	list := exec.Command("ssh-add", "-l")
-	list.Env = []string{"SSH_AUTH_SOCK=" + sock}
-	out, err := list.Output()
-	if err != nil || !strings.Contains(string(out), "corral-agent-test") {
-		t.Fatalf("ssh-add -l: %v %s", err, out)
-	}
-	return sock, strings.TrimSpace(string(out))
+	return sshtest.HostAgent(t, "corral-agent-test")
 }
 
 // TestAgentForwarding runs sessions against a real sshd with a real host ssh-agent: a session

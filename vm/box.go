@@ -265,7 +265,7 @@ func (m *Manager) Delete(ctx context.Context, box string) error {
 	if err := m.run(ctx, box, nil, "delete", "--force", box); err != nil {
 		return err
 	}
-	for _, p := range []string{m.Home.BoxMeta(box), m.Home.BoxTemplate(box)} {
+	for _, p := range []string{m.Home.BoxMeta(box), m.Home.BoxTemplate(box), m.Home.BoxNotices(box)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("delete box %q: %w", box, err)
 		}

@@ -19,7 +19,7 @@
 //     box runs under TCG (QEMU_SYSTEM_X86_64 = TCGQemu, cpuType max) and the user is told.
 //   - Guard check: CheckGuards refuses a session when a guard fails, and when the guard check
 //     is missing in broker or offline mode or whenever guest scripts were rendered. A full-mode
-//     box with an empty bundle (no protect_git_metadata, no provision scripts) has no check:
+//     box with an empty bundle (no git shadow: clone mode; no provision scripts) has no check:
 //     the session runs and `git corral` prints a notice saying so on every session.
 //   - One package, three concerns (issue #18 asked; decided after the session flow moved out of
 //     main): the Lima lifecycle (Manager, Ensure, template, instance state, snapshots, idle),

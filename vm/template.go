@@ -3,10 +3,13 @@ package vm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/lima-vm/lima/pkg/limayaml"
+	"github.com/sirupsen/logrus"
 
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/provision"
@@ -187,15 +190,52 @@ func Marshal(y *limayaml.LimaYAML) ([]byte, error) {
 
 // Validate loads b as limactl would (filling Lima's defaults) and runs Lima's own validator.
 // path is where the template will be written. Lima reads $LIMA_HOME/_config for defaults, so
-// callers set LIMA_HOME first.
+// callers set LIMA_HOME first. What Lima warns about is not printed (see ValidateWarnings).
 func Validate(b []byte, path string) error {
+	_, err := ValidateWarnings(b, path)
+	return err
+}
+
+// limaLogMu serialises the capture of Lima's logger, which is logrus's process-wide one.
+var limaLogMu sync.Mutex
+
+// ValidateWarnings is Validate, returning what Lima warned about as well. Lima's packages log
+// through logrus's process-wide logger, which writes to stderr: in-process, their warnings
+// would land on the user's terminal between git corral's own progress (issue #30: "provisioning
+// scripts should not reference the LIMA_CIDATA variables", three times at a first box). They are
+// collected here instead, for the caller to write to the box's log; TestLimaWarnsNothing keeps
+// every template git corral renders free of them.
+func ValidateWarnings(b []byte, path string) ([]string, error) {
+	limaLogMu.Lock()
+	defer limaLogMu.Unlock()
+	l := logrus.StandardLogger()
+	c := &warnCollector{}
+	out, hooks := l.Out, l.ReplaceHooks(logrus.LevelHooks{})
+	l.SetOutput(io.Discard)
+	l.AddHook(c)
+	defer func() {
+		l.SetOutput(out)
+		l.ReplaceHooks(hooks)
+	}()
 	y, err := limayaml.Load(b, path)
 	if err != nil {
-		return fmt.Errorf("load template %s: %w", path, err)
+		return c.msgs, fmt.Errorf("load template %s: %w", path, err)
 	}
 	if err := limayaml.Validate(y, false); err != nil {
-		return fmt.Errorf("validate template %s: %w", path, err)
+		return c.msgs, fmt.Errorf("validate template %s: %w", path, err)
 	}
+	return c.msgs, nil
+}
+
+// warnCollector is a logrus hook that keeps the message of every warning or worse.
+type warnCollector struct{ msgs []string }
+
+func (c *warnCollector) Levels() []logrus.Level {
+	return []logrus.Level{logrus.PanicLevel, logrus.FatalLevel, logrus.ErrorLevel, logrus.WarnLevel}
+}
+
+func (c *warnCollector) Fire(e *logrus.Entry) error {
+	c.msgs = append(c.msgs, e.Message)
 	return nil
 }
 

@@ -202,6 +202,9 @@ func (a *app) agentsInstall(ctx context.Context, s *agents.Store, agent agents.A
 	if errors.Is(err, agents.ErrTooNew) {
 		return withHint(err, fmt.Sprintf("install an older version with 'git corral agents install %s --version X', or run 'git corral agents update %s' for the newest one outside the window", agent.Name, agent.Name))
 	}
+	if errors.Is(err, agents.ErrUnsafeArchive) {
+		return withHint(err, fmt.Sprintf("nothing of it was installed; install another version with 'git corral agents install %s --version X', and tell the package's maintainers", agent.Name))
+	}
 	if err != nil {
 		return err
 	}
@@ -242,9 +245,10 @@ func (a *app) agentsLogout(ctx context.Context, h home.Home, agent agents.Agent,
 	return nil
 }
 
-// agentsVerify rechecks the store in full; exit 1 when anything was damaged (and deleted).
+// agentsVerify rechecks the store in full; exit 1 when anything was damaged (and deleted), each
+// with its reason on stderr.
 func (a *app) agentsVerify(ctx context.Context, s *agents.Store, jsonOut bool) error {
-	deleted, err := s.Verify(ctx)
+	deleted, err := s.Verify(ctx, prefixed{a.stderr})
 	if err != nil {
 		return err
 	}
@@ -259,7 +263,7 @@ func (a *app) agentsVerify(ctx context.Context, s *agents.Store, jsonOut bool) e
 		fmt.Fprintf(a.stdout, "every agent in %s matches its manifest\n", s.Dir())
 	}
 	if len(deleted) > 0 {
-		return withHint(fmt.Errorf("agent store entries did not match their manifests and were deleted: %s", strings.Join(deleted, ", ")),
+		return withHint(fmt.Errorf("the agent store held what git corral did not install (entries that do not match their manifests, links that leave their package, files or launchers it never wrote); deleted: %s", strings.Join(deleted, ", ")),
 			"run 'git corral agents install NAME' to fetch and verify them again")
 	}
 	return nil

@@ -29,6 +29,9 @@ type checkDoc struct {
 	Clean      bool               `json:"clean"`
 	Files      []string           `json:"files"`
 	Violations []policy.Violation `json:"violations"`
+	// Refused is what a session would refuse for a configuration that loads (session.Preview:
+	// a project or mounts entry the mount guard refuses, hide or box_dirs the host refuses).
+	Refused *refusal `json:"refused"`
 }
 
 func defineConfig(fs *pflag.FlagSet) runFunc {
@@ -63,9 +66,16 @@ func defineConfig(fs *pflag.FlagSet) runFunc {
 
 // loadOptions finds the repository (optional when file is given) and the home.
 func (a *app) loadOptions(ctx context.Context, file string) (policy.LoadOptions, error) {
+	opts, _, err := a.loadOptionsProject(ctx, file)
+	return opts, err
+}
+
+// loadOptionsProject is loadOptions that also returns the repository, nil when file is given
+// outside one.
+func (a *app) loadOptionsProject(ctx context.Context, file string) (policy.LoadOptions, *project.Project, error) {
 	h, err := home.Resolve(a.getenv)
 	if err != nil {
-		return policy.LoadOptions{}, err
+		return policy.LoadOptions{}, nil, err
 	}
 	opts := policy.LoadOptions{Home: h, AgentHosts: session.AgentAPIHosts}
 	p, err := a.findProject(ctx) // the per-project layer is the derived box's file, as start reads it
@@ -73,8 +83,9 @@ func (a *app) loadOptions(ctx context.Context, file string) (policy.LoadOptions,
 	case err == nil:
 		opts.TopLevel, opts.Box = p.TopLevel, p.Box
 	case file != "" && errors.Is(err, project.ErrNotRepository):
+		p = nil
 	default:
-		return opts, err
+		return opts, nil, err
 	}
 	if a.box != "" {
 		opts.Box = a.box
@@ -82,14 +93,14 @@ func (a *app) loadOptions(ctx context.Context, file string) (policy.LoadOptions,
 	if file != "" {
 		dir, err := a.workDir()
 		if err != nil {
-			return opts, err
+			return opts, nil, err
 		}
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
 		}
 		opts.ProjectFile = file
 	}
-	return opts, nil
+	return opts, p, nil
 }
 
 // projectConfig is the effective configuration of p's box, with no flag layer.
@@ -136,26 +147,30 @@ func (a *app) configShow(ctx context.Context, jsonOut bool) error {
 }
 
 // configCheck loads as for this repository (file as the repository layer when given) and
-// reports every violation; exit 1 when there is any.
+// reports every violation, or else what a session would refuse of the configuration that
+// loaded (session.Preview, the session's own guards, its error and hint as they are); exit 1
+// when there is either.
 func (a *app) configCheck(ctx context.Context, jsonOut bool, args []string) error {
 	file := ""
 	if len(args) == 1 {
 		file = args[0]
 	}
-	opts, err := a.loadOptions(ctx, file)
+	opts, p, err := a.loadOptionsProject(ctx, file)
 	if err != nil {
 		return err
 	}
 	doc := checkDoc{Files: checkedFiles(opts), Violations: []policy.Violation{}}
-	_, err = policy.Load(ctx, opts)
+	eff, err := policy.Load(ctx, opts)
 	var vs *policy.Violations
+	var refused error
 	switch {
 	case errors.As(err, &vs):
 		doc.Violations = vs.List
 	case err != nil:
 		return err
 	default:
-		doc.Clean = true
+		refused = session.Preview(ctx, opts.Home, p, eff.Config, a.getenv)
+		doc.Clean, doc.Refused = refused == nil, refusalOf(refused)
 	}
 	if jsonOut {
 		if err := a.printJSON(doc); err != nil {
@@ -164,7 +179,10 @@ func (a *app) configCheck(ctx context.Context, jsonOut bool, args []string) erro
 	} else if doc.Clean {
 		fmt.Fprintf(a.stdout, "configuration is clean: %s\n", visible.String(strings.Join(doc.Files, ", ")))
 	}
-	if !doc.Clean {
+	switch {
+	case refused != nil:
+		return refused
+	case !doc.Clean:
 		return withHint(vs, "move each setting to the file named, or remove it; 'git corral config init' prints every key the repository may set")
 	}
 	return nil

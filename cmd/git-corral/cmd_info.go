@@ -12,8 +12,10 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/spf13/pflag"
 
+	"github.com/git-corral/git-corral/internal/hint"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
+	"github.com/git-corral/git-corral/session"
 )
 
 type infoDoc struct {
@@ -28,6 +30,23 @@ type infoDoc struct {
 	// configuration; nil when the configuration does not load (ConfigError says why).
 	Boundary    *boundary `json:"boundary"`
 	ConfigError string    `json:"configError,omitempty"`
+	// Refused is what a session would refuse this box for (session.Preview, the session's own
+	// guards); nil when it would not, or when the configuration does not load.
+	Refused *refusal `json:"refused"`
+}
+
+// refusal is a session's refusal, as its error and hint say it.
+type refusal struct {
+	Error string `json:"error"`
+	Hint  string `json:"hint,omitempty"`
+}
+
+// refusalOf is err as a refusal, nil for nil.
+func refusalOf(err error) *refusal {
+	if err == nil {
+		return nil
+	}
+	return &refusal{Error: err.Error(), Hint: hint.Of(err)}
 }
 
 // boundary lists the known cross-boundary paths of a box (SECURITY.md), live.
@@ -92,6 +111,7 @@ func defineInfo(fs *pflag.FlagSet) runFunc {
 		if opts, err := a.loadOptions(ctx, ""); err == nil {
 			if eff, err := policy.Load(ctx, opts); err == nil {
 				doc.Boundary = boundaryOf(p.TopLevel, eff.Config)
+				doc.Refused = refusalOf(session.Preview(ctx, opts.Home, p, eff.Config, a.getenv))
 			} else {
 				doc.ConfigError = err.Error()
 			}
@@ -130,6 +150,12 @@ func defineInfo(fs *pflag.FlagSet) runFunc {
 		} else if doc.ConfigError != "" {
 			fmt.Fprintln(a.stdout, "crosses the boundary: unknown, the configuration does not load ('git corral config check')")
 		}
+		if r := doc.Refused; r != nil {
+			fmt.Fprintf(a.stdout, "a session would refuse this box: %s\n", visible.String(r.Error))
+			if r.Hint != "" {
+				fmt.Fprintf(a.stdout, "  hint: %s\n", visible.String(r.Hint))
+			}
+		}
 		fmt.Fprintln(a.stdout, "git config files:")
 		for _, f := range doc.ConfigFiles {
 			fmt.Fprintf(a.stdout, "  %-8s %s\n", f.Scope, visible.String(f.Path))
@@ -156,7 +182,8 @@ func headName(p *project.Project) string {
 }
 
 // extraMountLines describes cfg's mounts entries as the box gets them: the host path as
-// written (checked when a session opens the box), the guest path, read-only unless :rw.
+// written (checked by session.Preview, as a session checks it), the guest path, read-only
+// unless :rw.
 func extraMountLines(cfg *policy.Config) []string {
 	var out []string
 	for _, e := range cfg.Mounts {

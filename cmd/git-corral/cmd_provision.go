@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/atomicfile"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/provision"
@@ -67,6 +66,12 @@ func defineProvision(fs *pflag.FlagSet) runFunc {
 		if port == 0 {
 			port = renderBrokerPort
 		}
+		// What a session would refuse is refused here too, by the same guards, before
+		// anything is written (session/preview.go).
+		extra, err := session.CheckMounts(h, p, cfg, a.getenv)
+		if err != nil {
+			return err
+		}
 		_, b, err := session.RenderGuest(ctx, p, h, box, cfg, port)
 		if err != nil {
 			return err
@@ -76,7 +81,7 @@ func defineProvision(fs *pflag.FlagSet) runFunc {
 		if err := a.writeRendered(ctx, *out, b, m); err != nil {
 			return err
 		}
-		return a.writeTemplate(ctx, *out, h.Images(), p.TopLevel, session.GitMounts(p), cfg, b, session.AgentMountSet(h, box, cfg.AgentState, a.getenv("HOME")))
+		return a.writeTemplate(ctx, *out, h.Images(), p.TopLevel, session.GitMounts(p), cfg, b, extra, session.AgentMountSet(h, box, cfg.AgentState, a.getenv("HOME")))
 	}
 }
 
@@ -107,20 +112,13 @@ func (a *app) writeRendered(ctx context.Context, dir string, b provision.Bundle,
 	return nil
 }
 
-// writeTemplate writes the Lima template the box would be created from, checked by Lima's own
-// validator. Without a built base image the template names where the image will be.
-func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, gitMounts []string, cfg *policy.Config, b provision.Bundle, agents vm.AgentMounts) error {
+// writeTemplate writes the Lima template the box would be created from, with the extra mounts
+// session.CheckMounts passed, checked by Lima's own validator. Without a built base image the
+// template names where the image will be.
+func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, gitMounts []string, cfg *policy.Config, b provision.Bundle, extra []vm.ExtraMount, agents vm.AgentMounts) error {
 	img, err := vm.FindImage(vm.ImageDirs(userImages, a.getenv))
 	if err != nil {
 		img = vm.Image{Hash: vm.RecipeHash(), Dir: filepath.Join(vm.SystemImageDir, vm.RecipeHash())}
-	}
-	h, err := home.Resolve(a.getenv)
-	if err != nil {
-		return err
-	}
-	extra, err := session.ExtraMounts(h, cfg, top, a.getenv) // checked as a session would
-	if err != nil {
-		return err
 	}
 	y, err := vm.Render(vm.TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: top, GitMounts: gitMounts, Config: cfg,

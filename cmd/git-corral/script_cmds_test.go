@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -12,10 +13,11 @@ import (
 )
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"jsonfield":  cmdJSONField,
-	"status":     cmdStatus,
-	"cmpjsonbox": cmdCmpJSONBox,
-	"boxtrusted": cmdBoxTrusted,
+	"jsonfield":      cmdJSONField,
+	"status":         cmdStatus,
+	"cmpjsonbox":     cmdCmpJSONBox,
+	"boxtrusted":     cmdBoxTrusted,
+	"previewrefuses": cmdPreviewRefuses,
 }
 
 // cmdBoxTrusted copies a file to the trusted per-project config of the box named in an info
@@ -111,5 +113,76 @@ func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 	want := os.Expand(args[2], ts.Getenv)
 	if (got == want) == neg {
 		ts.Fatalf("%s: %s = %q, want %s%q", args[0], args[1], got, map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
+// cmdPreviewRefuses checks that a session and every preview refuse the checkout in the current
+// directory alike: previewrefuses NAME PATTERN. The session ('git corral run --yes -- true')
+// exits 1 with one "corral: error: E" line matching PATTERN and one "corral: hint: H" line;
+// 'provision render --out $WORK/NAME' and 'config check' exit 1 with the same stderr (render
+// writing nothing); 'config check --json' exits 1 with clean false and refused {E, H}; 'info
+// --json' exits 0 with refused {E, H}, and 'info' says "a session would refuse this box: E".
+func cmdPreviewRefuses(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: previewrefuses NAME PATTERN")
+	}
+	run := func(want int, argv ...string) (stdout, stderr string) {
+		got := 0
+		if err := ts.Exec("git", append([]string{"corral"}, argv...)...); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				ts.Fatalf("git corral %s: %v", strings.Join(argv, " "), err)
+			}
+			got = ee.ExitCode()
+		}
+		stdout, stderr = ts.ReadFile("stdout"), ts.ReadFile("stderr")
+		if got != want {
+			ts.Fatalf("git corral %s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(argv, " "), got, want, stdout, stderr)
+		}
+		return stdout, stderr
+	}
+	_, session := run(1, "run", "--yes", "--", "true")
+	lines := strings.Split(strings.TrimSuffix(session, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "corral: error: ") || !strings.HasPrefix(lines[1], "corral: hint: ") {
+		ts.Fatalf("the session's refusal is not one error and one hint line:\n%s", session)
+	}
+	e, h := strings.TrimPrefix(lines[0], "corral: error: "), strings.TrimPrefix(lines[1], "corral: hint: ")
+	if ok, err := regexp.MatchString(args[1], e); err != nil || !ok {
+		ts.Fatalf("the session's refusal %q does not match %q (%v)", e, args[1], err)
+	}
+	refused := func(what, doc string) {
+		var d struct {
+			Clean   *bool
+			Refused *struct{ Error, Hint string }
+		}
+		if err := json.Unmarshal([]byte(doc), &d); err != nil {
+			ts.Fatalf("%s: %v\n%s", what, err, doc)
+		}
+		if d.Refused == nil || d.Refused.Error != e || d.Refused.Hint != h {
+			ts.Fatalf("%s: refused = %+v, want the session's error %q and hint %q", what, d.Refused, e, h)
+		}
+		if d.Clean != nil && *d.Clean {
+			ts.Fatalf("%s: clean is true", what)
+		}
+	}
+	out, _ := run(0, "info", "--json")
+	refused("info --json", out)
+	if out, _ = run(0, "info"); !strings.Contains(out, "\na session would refuse this box: "+e+"\n  hint: "+h+"\n") {
+		ts.Fatalf("info does not say the session's refusal %q:\n%s", e, out)
+	}
+	dir := ts.MkAbs("$WORK/" + args[0])
+	if out, errOut := run(1, "provision", "render", "--out", dir); errOut != session || out != "" {
+		ts.Fatalf("provision render: stdout %q, stderr\n%s\nwant nothing and the session's\n%s", out, errOut, session)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		ts.Fatalf("provision render left %s behind (%v)", dir, err)
+	}
+	if out, errOut := run(1, "config", "check"); errOut != session || out != "" {
+		ts.Fatalf("config check: stdout %q, stderr\n%s\nwant nothing and the session's\n%s", out, errOut, session)
+	}
+	out, errOut := run(1, "config", "check", "--json")
+	refused("config check --json", out)
+	if errOut != session {
+		ts.Fatalf("config check --json: stderr\n%s\nwant the session's\n%s", errOut, session)
 	}
 }

@@ -1,6 +1,9 @@
 // Command testsummary reads `go test -json` on stdin and prints what a person (and CI) needs:
 // each package's result, the whole output of every failed test, every skipped test with its
-// reason, and one line "suite NAME tests=N passed=P failed=F skipped=S time=Ts".
+// reason, and one line "suite NAME tests=N passed=P failed=F skipped=S time=Ts". With -groups it
+// first prints one line per top-level test, in the order they ended: "group SUITE TEST RESULT
+// time=Ts" (the end-to-end suite's groups, each a box or two: scripts/e2e-record.sh turns these
+// lines into docs/E2E.md's record of the last whole run).
 package main
 
 import (
@@ -24,7 +27,9 @@ type event struct {
 func main() {
 	name := flag.String("name", "go", "suite name for the summary line")
 	secs := flag.Int("seconds", 0, "wall time of the suite")
+	groups := flag.Bool("groups", false, "print each top-level test's result and time")
 	flag.Parse()
+	var groupLines []string
 	out := map[string][]string{} // package/test -> output lines
 	var passed, failed, skipped int
 	var failedTests, skippedTests []string
@@ -47,6 +52,9 @@ func main() {
 			if e.Test == "" {
 				continue
 			}
+			if *groups && !strings.Contains(e.Test, "/") {
+				groupLines = append(groupLines, fmt.Sprintf("group %s %s %s time=%.0fs", *name, e.Test, e.Action, e.Elapsed))
+			}
 			switch e.Action {
 			case "pass":
 				passed++
@@ -58,6 +66,9 @@ func main() {
 				skippedTests = append(skippedTests, key)
 			}
 		}
+	}
+	for _, l := range groupLines {
+		fmt.Println(l)
 	}
 	sort.Strings(skippedTests)
 	for _, k := range skippedTests {

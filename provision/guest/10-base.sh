@@ -26,6 +26,24 @@ if [ -d /run/systemd/system ]; then
 	systemctl restart corral-guardd.service
 fi
 
+# Lima's guest agent runs as the box user, not root (guestagent-ns says why): the drop-in
+# replaces the command of Lima's unit, which Lima's boot script (re)installs before this runs.
+{{heredoc "/usr/local/libexec/corral/guestagent-ns" "0755" .GuestAgentNS}}
+install -d -m 0755 -o root -g root /etc/systemd/system/lima-guestagent.service.d
+{{heredoc "/etc/systemd/system/lima-guestagent.service.d/50-corral.conf" "0644" .GuestAgentDropIn}}
+# Restarted only while it still runs as root (Lima's boot script started it so): a box whose
+# agent already runs as the box user keeps its connection to Lima's host agent.
+if [ -d /run/systemd/system ]; then
+	systemctl daemon-reload
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = lima-guestagent ] || continue
+		if awk '$1 == "Uid:" && ($2 == 0 || $3 == 0) { found = 1 } END { exit !found }' "$p/status" 2>/dev/null; then
+			systemctl try-restart lima-guestagent.service
+			break
+		fi
+	done
+fi
+
 # Login shells: the agent store's launchers on PATH (agents-profile.sh).
 install -d -m 0755 -o root -g root /etc/profile.d
 {{heredoc "/etc/profile.d/corral-agents.sh" "0644" .AgentsProfile}}

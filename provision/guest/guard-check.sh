@@ -160,9 +160,28 @@ check_paths() {
 	for s in $SOCKETS; do
 		[ -S "$s" ] && runuser -u "$BOX_USER" -- test -w "$s" && fail "box user can use container socket $s"
 	done
+	check_agent_channels
 	if [ -n "$PROJECT_DIR" ] && mountpoint -q "$PROJECT_DIR"; then
 		case ",$(findmnt -no OPTIONS "$PROJECT_DIR" | tail -n 1)," in *,nosuid,*) ;; *) fail "project mount $PROJECT_DIR allows setuid" ;; esac
 	fi
+}
+
+# check_agent_channels: the box user reaches no root daemon of Lima's: Lima's guest agent, whose
+# socket every local user can write and which dials any address it is asked to, runs as the box
+# user (guestagent-ns), never as root; and no virtio port (virtio-serial) can be
+# opened by the box user.
+check_agent_channels() {
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = lima-guestagent ] || continue
+		ids=$(awk '$1 == "Uid:" { print $2, $3 }' "$p/status" 2>/dev/null) || continue
+		case " $ids " in *" 0 "*) fail "Lima's guest agent (pid ${p#/proc/}) runs as root: every local user can reach it through its socket" ;; esac
+	done
+	for s in /dev/virtio-ports/* /dev/vport*; do
+		[ -e "$s" ] || continue
+		# shellcheck disable=SC2016 # $1 is the inner shell's
+		runuser -u "$BOX_USER" -- sh -c 'test -r "$1" || test -w "$1"' sh "$s" || continue
+		fail "box user can open the virtio port $s (a channel to the host, root's only)"
+	done
 }
 
 check_privileges() {

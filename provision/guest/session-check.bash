@@ -37,6 +37,14 @@ __corral_session_check() {
 		for s in $sockets; do
 			if [[ -S $s && -w $s ]]; then __corral_fail "box user can use container socket $s"; fi
 		done
+		# Every virtio port, a channel to the host (virtio-serial).
+		set +f
+		for s in /dev/virtio-ports/* /dev/vport*; do
+			if [[ -e $s ]] && [[ -r $s || -w $s ]]; then
+				__corral_fail "box user can open the virtio port $s (a channel to the host, root's only)"
+			fi
+		done
+		set -f
 		if [[ -f $attest ]] && [[ -O $attest || -w $attest ]]; then
 			__corral_fail "boot-time attestation $attest is writable by the box user"
 		fi
