@@ -33,6 +33,20 @@ type pidsCgroup struct {
 // needPidsCgroup reports whether this run's pids limit needs a cgroup.
 func needPidsCgroup(l Limits) bool { return l.Pids > 0 && os.Geteuid() == 0 }
 
+// pidsController reports whether the host has the cgroup v1 pids controller.
+func pidsController() bool {
+	_, err := os.Stat(filepath.Join(pidsRoot, "cgroup.procs"))
+	return err == nil
+}
+
+// joinWeaker adds why to the log line's list of what was accepted weaker.
+func joinWeaker(weaker, why string) string {
+	if weaker == "" {
+		return why
+	}
+	return weaker + "; " + why
+}
+
 // newPidsCgroup makes a pids cgroup capped at max tasks.
 func newPidsCgroup(max int) (*pidsCgroup, error) {
 	if _, err := os.Stat(filepath.Join(pidsRoot, "cgroup.procs")); err != nil {

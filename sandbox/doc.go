@@ -12,8 +12,9 @@
 //     execstep.go: noexec mounts, capabilities and seccomp (noexec_linux.go), limits and
 //     Landlock, then exec of the command);
 //   - the seccomp filter (seccomp.go), the host side of a run (run.go), its log line (log.go),
-//     root's pids cgroup (cgroup.go) and the macOS Seatbelt rendering of a manifest
-//     (seatbelt.go, not yet run by the command).
+//     the default limits (defaults.go), the host's watch of a direct run (hostwatch.go), root's
+//     pids cgroup (cgroup.go) and the macOS Seatbelt rendering of a manifest (seatbelt.go, not
+//     yet run by the command).
 //
 // The inside steps run in cmd/git-corral-sandbox, a small binary installed beside git-corral
 // (InsideBinary), or in git corral itself ('git corral sandbox --stage NAME').
@@ -26,7 +27,8 @@
 // Rules:
 //   - Deny by default: nothing of $HOME, the project or $CORRAL_HOME is visible unless the
 //     manifest grants it; no network but loopback; no program executed but the command and
-//     exec.allow; no host variable but env.pass.
+//     exec.allow; no host variable but env.pass; no descriptor but the standard three; and
+//     the default limits (DefaultLimits) where the manifest sets none.
 //   - Fail closed: a layer that cannot be applied (bubblewrap missing, Landlock absent or too
 //     old, a seccomp filter refused, a grant that does not exist) stops the run before the
 //     command starts; the command never runs with less than the manifest promised.
@@ -40,13 +42,19 @@
 //   - The init step stays outside the Landlock domain, as the command's parent: Landlock's
 //     ptrace and signal scoping then keep the command from reaching it, and it can report
 //     whether the scratch disk filled.
-//   - A run with no broker and no limit whose attribution needs the init step's report
-//     (limits.pids, cpu, memory, an explicit scratch) goes without the init step (Direct):
-//     bubblewrap starts the exec step itself, which saves the start of one process; the status
-//     is then bubblewrap's (128+N for signal N, without the signal's name in the log), a full
-//     default scratch /tmp is not named as the limit, and the exec step writes to the report
-//     pipe only to say it got as far as exec (or why it did not), so that bubblewrap's own
-//     failure is never taken for the command's status.
+//   - A run with no broker and no limit set in its manifest whose attribution needs the init
+//     step's report (limits.pids, cpu, memory, an explicit scratch) goes without the init step
+//     (Direct): bubblewrap starts the exec step itself, which saves the start of one process;
+//     the status is then bubblewrap's (128+N for signal N, without the signal's name in the
+//     log), a full default scratch /tmp is not named as the limit, and the exec step writes to
+//     the report pipe only to say it got as far as exec (or why it did not), so that
+//     bubblewrap's own failure is never taken for the command's status. The default limits
+//     keep this path: the exec step sets them as rlimits, and the host watches the sandbox's
+//     /proc for the evidence that names pids and memory (hostwatch.go).
+//   - Inherited descriptors are marked close-on-exec (package inherit) by git corral at its
+//     start, again by Run before bubblewrap starts, and by each inside step, so neither
+//     bubblewrap, the steps nor the command holds one; marking, not closing, keeps the
+//     steps' own pipes usable until they are done with them.
 //   - seccomp is a filter assembled by github.com/elastic/go-seccomp-bpf. The exec step first
 //     makes every mount but the programs' noexec (Landlock's execute right does not cover the
 //     dynamic loader mapping a file it was handed), which needs CAP_SYS_ADMIN and unshare and

@@ -28,6 +28,8 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/git-corral/git-corral/internal/inherit"
 )
 
 // MinLandlockABI is the oldest Landlock ABI the sandbox uses (3: truncation is controlled).
@@ -88,21 +90,29 @@ func execStep() int {
 }
 
 // prepareExec makes every mount but the programs' noexec, drops every capability, loads the
-// seccomp filter (fenceExec), joins the pids cgroup, sets the rlimits and enters the Landlock
-// domain.
+// seccomp filter (fenceExec), joins the pids cgroup, sets the rlimits, enters the Landlock
+// domain and marks every descriptor but the standard three close-on-exec, so that the command
+// gets none of the sandbox's own and none its caller left open (package inherit).
 func prepareExec(spec Spec) error {
 	if err := fenceExec(spec); err != nil {
 		return err
 	}
 	if spec.Cgroup {
-		if err := joinCgroup(execCgroupFD); err != nil {
+		fd := execCgroupFD
+		if spec.Direct {
+			fd = cgroupFD // from bubblewrap itself
+		}
+		if err := joinCgroup(fd); err != nil {
 			return err
 		}
 	}
 	if err := setRlimits(spec.Limits); err != nil {
 		return err
 	}
-	return restrict(spec)
+	if err := restrict(spec); err != nil {
+		return err
+	}
+	return inherit.CloseOnExec(3)
 }
 
 // fail reports a setup failure from inside the sandbox: status 1, never the command.

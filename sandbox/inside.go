@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/git-corral/git-corral/internal/inherit"
 )
 
 // Report is what the init step tells the host about how the command ended.
@@ -47,6 +49,12 @@ type Report struct {
 // Stage runs one of the steps inside the sandbox ("init" or "exec") and returns the process's
 // exit status. git corral's main runs it for 'git corral sandbox --stage NAME'.
 func Stage(name string) int {
+	// What bubblewrap passed on beyond the step's own pipes (a descriptor the caller left
+	// open) must not reach the next step or the command; the step's own are read here, or
+	// handed on explicitly (ExtraFiles).
+	if err := inherit.CloseOnExec(3); err != nil {
+		return fail("%v", err)
+	}
 	switch name {
 	case "init":
 		return initStep()

@@ -38,6 +38,10 @@ type Record struct {
 	// NarrowedBy is the repository file whose [sandbox] table narrowed the manifest.
 	NarrowedBy string `json:"narrowedBy,omitempty"`
 	Granted    Grants `json:"granted"`
+	// DefaultLimits are the defaults the run was held to, for the limits the manifest left
+	// unset (DefaultLimits; Granted.Limits are the manifest's own); nil when it set them all,
+	// and in lines written before there were defaults.
+	DefaultLimits *Limits `json:"defaultLimits,omitempty"`
 	// EnvUnset are env.pass names the host did not have (so nothing was passed).
 	EnvUnset []string `json:"envUnset"`
 	// Layers are the enforcement layers that were applied ("bwrap", "landlock-abi-7",
@@ -47,8 +51,10 @@ type Record struct {
 	DurationMs float64  `json:"durationMs"`
 	ExitCode   int      `json:"exitCode"`
 	Signal     string   `json:"signal,omitempty"`
-	// Limit names the limit that ended the run, when one did.
-	Limit string `json:"limit,omitempty"`
+	// Limit names the limit that ended the run, when one did; LimitDefault says that it was
+	// a default (DefaultLimits), not the manifest's.
+	Limit        string `json:"limit,omitempty"`
+	LimitDefault bool   `json:"limitDefault,omitempty"`
 	// Error is set when the sandbox could not be set up (the command never ran).
 	Error string `json:"error,omitempty"`
 	PID   int    `json:"pid"`

@@ -44,10 +44,12 @@ const (
 	// seccompFD carries bubblewrap's filter: the setup filter (SetupSeccompProgram), which
 	// lets the exec step remount; the steps load the whole filter (Spec.Filter) over it.
 	seccompFD = 5
-	// cgroupFD is the pids cgroup's cgroup.procs (root with limits.pids only); the exec step
-	// gets it as execCgroupFD.
+	// cgroupFD is the pids cgroup's cgroup.procs (root only); the exec step gets it as
+	// execCgroupFD from the init step, as cgroupFD itself on the direct path.
 	cgroupFD     = 6
 	execCgroupFD = 4
+	// infoFD is where bubblewrap writes its child's PID on the direct path (--info-fd).
+	infoFD = 7
 )
 
 // systemLinks are the top-level system paths that are either directories or (merged /usr)
@@ -109,7 +111,8 @@ type Spec struct {
 	// Filter is the whole seccomp program (SeccompProgram), which the steps load over
 	// bubblewrap's setup filter once the exec step has made its mounts noexec.
 	Filter []byte `json:"filter,omitempty"`
-	// Limits are applied by the exec step (rlimits) and reported on by the init step.
+	// Limits, the defaults filled in, are applied by the exec step (rlimits) and reported on
+	// by the init step (on the direct path: by the host).
 	Limits Limits `json:"limits"`
 	// Broker is the broker socket inside ("" for none); Secret its proxy password.
 	Broker string `json:"broker,omitempty"`
@@ -151,11 +154,8 @@ func NewPlan(m *Manifest, h Host, argv []string) (*Plan, error) {
 	p := &Plan{Spec: Spec{
 		Argv: append([]string{h.Program}, argv[1:]...), Env: commandEnv(m, h),
 		Read: m.Read, Write: m.Write, Exec: append(append([]string{}, m.Exec...), h.Program),
-		Limits: m.Limits,
+		Limits: m.Limits.WithDefaults(),
 	}}
-	if p.Spec.Limits.Scratch == 0 {
-		p.Spec.Limits.Scratch = DefaultScratch
-	}
 	if h.BrokerDir != "" {
 		p.Spec.Broker, p.Spec.Secret = brokerDir+"/"+brokerSock, h.Secret
 	}
@@ -163,7 +163,10 @@ func NewPlan(m *Manifest, h Host, argv []string) (*Plan, error) {
 	p.Spec.ExecRoots = append(systemExecDirs(h), p.Spec.Exec...)
 	p.Args = bwrapArgs(m, h, p.Spec.Limits.Scratch)
 	if p.Spec.Direct {
-		p.Args[len(p.Args)-1] = "exec"
+		// bubblewrap starts the exec step itself, and tells the host the PID of its child, whose
+		// /proc the host watches for the evidence the init step would gather (hostwatch.go).
+		tail := len(p.Args) - 5 // "--", InitPath, "sandbox", "--stage", "init"
+		p.Args = append(p.Args[:tail:tail], "--info-fd", strconv.Itoa(infoFD), "--", InitPath, "sandbox", "--stage", "exec")
 	}
 	return p, nil
 }

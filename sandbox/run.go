@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/git-corral/git-corral/broker"
+	"github.com/git-corral/git-corral/internal/inherit"
 )
 
 // Options is one sandboxed run.
@@ -74,6 +75,8 @@ type Result struct {
 	Status int
 	// Limit names the limit that ended it, if one did.
 	Limit string
+	// Default is set when that limit was a default (DefaultLimits), not the manifest's.
+	Default bool
 	// Record is the line written to the log.
 	Record Record
 }
@@ -116,6 +119,9 @@ func newRecord(o Options) Record {
 		Time: time.Now().UTC(), Event: EventRun, Argv: o.Argv, Cwd: o.Cwd,
 		Manifest: m.Source, ManifestDigest: m.Digest, NarrowedBy: m.NarrowedBy, PID: os.Getpid(),
 		Granted: Grants{Read: m.Read, Write: m.Write, Exec: m.Exec, Network: m.Network, Env: m.Env, Limits: m.Limits},
+	}
+	if _, used := m.Limits.withDefaults(); used != (Limits{}) {
+		rec.DefaultLimits = &used
 	}
 	for _, n := range m.Env {
 		if _, ok := o.Lookup(n); !ok {
@@ -184,6 +190,11 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 	p.plan.Spec.NoLandlock = abi < MinLandlockABI && o.NoLandlock
 	p.plan.Spec.Filter = whole
 	if needPidsCgroup(p.plan.Spec.Limits) {
+		if o.Manifest.Limits.Pids == 0 && !pidsController() {
+			// Only the default asked for it: the run goes on, and its log line says so.
+			rec.Weaker = joinWeaker(rec.Weaker, fmt.Sprintf("limits.pids default %d not applied: root is exempt from RLIMIT_NPROC and %s has no pids controller", p.plan.Spec.Limits.Pids, pidsRoot))
+			return p, nil
+		}
 		if p.cgroup, err = newPidsCgroup(p.plan.Spec.Limits.Pids); err != nil {
 			p.cleanup()
 			return nil, err
@@ -257,17 +268,28 @@ func lookPath(name, cwd string, lookup func(string) (string, bool)) (string, err
 	return "", fmt.Errorf("command %q not found on PATH", name)
 }
 
-// execute starts bubblewrap with the spec, report and seccomp pipes and waits for it.
+// execute starts bubblewrap with the spec, report and seccomp pipes (and the cgroup's procs
+// and the info pipe) and waits for it. Every other descriptor of this process is marked
+// close-on-exec first, as git corral does at its start, so that nothing its caller left open
+// reaches bubblewrap, the inside steps or the command (package inherit).
 func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Record) (*Result, error) {
+	if err := inherit.CloseOnExec(3); err != nil {
+		return nil, err
+	}
 	specR, specW, _ := os.Pipe()
 	repR, repW, _ := os.Pipe()
 	secR, secW, _ := os.Pipe()
 	cmd := exec.Command(bwrap, p.plan.Args...)
 	cmd.Env = []string{}
 	cmd.Stdin = o.Stdin
-	cmd.ExtraFiles = []*os.File{specR, repW, secR}
+	cmd.ExtraFiles = []*os.File{specR, repW, secR, nil}
 	if p.cgroup != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, p.cgroup.procs)
+		cmd.ExtraFiles[cgroupFD-3] = p.cgroup.procs
+	}
+	var infoR, infoW *os.File
+	if p.plan.Spec.Direct {
+		infoR, infoW, _ = os.Pipe()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, infoW)
 	}
 	lim := p.plan.Spec.Limits
 	var out *outputCap
@@ -283,6 +305,11 @@ func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Rec
 	specR.Close()
 	repW.Close()
 	secR.Close()
+	var hw *hostWatch
+	if infoW != nil {
+		infoW.Close()
+		hw = watchSandbox(infoR)
+	}
 	go func() { secW.Write(p.filter); secW.Close() }()
 	go func() { json.NewEncoder(specW).Encode(p.plan.Spec); specW.Close() }()
 	var rep Report
@@ -291,18 +318,21 @@ func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Rec
 	limit := watch(ctx, cmd, lim.Timeout, out)
 	cmd.Wait()
 	<-repDone
-	if p.cgroup != nil && p.cgroup.hit() {
-		rep.PidsPeak = lim.Pids
-	}
 	if p.plan.Spec.Direct && rep.Started {
 		// No init step: the status is bubblewrap's, which passes the command's on (128+N for
-		// signal N).
+		// signal N); the evidence is the host's own.
 		rep = Report{Status: cmd.ProcessState.ExitCode()}
 		if rep.Status < 0 {
 			rep.Status = 128 + 9
 		}
+		rep.PidsPeak, rep.MaxRSS = hw.stop()
+	} else if hw != nil {
+		hw.stop()
 	}
-	return finish(cmd, rep, limit, lim, rec)
+	if p.cgroup != nil && p.cgroup.hit() {
+		rep.PidsPeak = lim.Pids
+	}
+	return finish(cmd, rep, limit, lim, o.Manifest.Limits, rec)
 }
 
 // watch kills bubblewrap when the timeout passes, the output cap is passed or ctx ends;
@@ -337,8 +367,9 @@ func watch(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, out *outpu
 	return func() string { close(done); once.Do(func() {}); return limit }
 }
 
-// finish turns bubblewrap's end and the init step's report into the result.
-func finish(cmd *exec.Cmd, rep Report, limitOf func() string, lim Limits, rec *Record) (*Result, error) {
+// finish turns bubblewrap's end and the init step's report into the result; written are the
+// manifest's own limits, to tell a default that ended the run.
+func finish(cmd *exec.Cmd, rep Report, limitOf func() string, lim, written Limits, rec *Record) (*Result, error) {
 	limit := limitOf()
 	res := &Result{Status: rep.Status, Limit: limit}
 	switch {
@@ -355,7 +386,8 @@ func finish(cmd *exec.Cmd, rep Report, limitOf func() string, lim Limits, rec *R
 	default:
 		res.Limit = limitFromReport(rep, lim)
 	}
-	rec.ExitCode, rec.Signal, rec.Limit = res.Status, rep.Signal, res.Limit
+	res.Default = res.Limit != "" && isDefault(res.Limit, written)
+	rec.ExitCode, rec.Signal, rec.Limit, rec.LimitDefault = res.Status, rep.Signal, res.Limit, res.Default
 	return res, nil
 }
 

@@ -15,9 +15,9 @@ const childEnv = "CORRAL_SANDBOX_TEST_UNPRIVILEGED"
 // unprivilegedUser is the user the tables are run as again (CI also has corral-ci).
 const unprivilegedUser = "nobody"
 
-// TestUnprivileged runs the hostile (with the loader table), limit, allowed, loader, broker and
-// terminal tests again as an unprivileged user, for real: the same test binary, copied where
-// that user can run it.
+// TestUnprivileged runs the hostile (with the loader table), limit, default-limit, descriptor,
+// allowed, loader, broker and terminal tests again as an unprivileged user, for real: the same
+// test binary, copied where that user can run it.
 func TestUnprivileged(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		t.Skip("already the unprivileged run")
@@ -40,12 +40,12 @@ func TestUnprivileged(t *testing.T) {
 	must(t, os.Chown(home, 65534, 65534))
 	cmd := exec.CommandContext(t.Context(), "runuser", "-u", unprivilegedUser, "--", "/usr/bin/env", "-i",
 		"PATH=/usr/bin:/bin", "HOME="+home, "TMPDIR=/tmp", childEnv+"=1",
-		bin, "-test.run", "^(TestHostile|TestLimits|TestAllowed|TestBroker|TestTIOCSTI|TestSeccompIoctlLowWord|TestLoaderGranted)$", "-test.count=1", "-test.v")
+		bin, "-test.run", "^(TestHostile|TestLimits|TestAllowed|TestBroker|TestTIOCSTI|TestSeccompIoctlLowWord|TestLoaderGranted|TestDefaultLimits|TestInheritedDescriptors)$", "-test.count=1", "-test.v")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the tables as %s failed: %v\n%s", unprivilegedUser, err, out)
 	}
-	for _, name := range []string{"TestHostile", "TestLimits", "TestAllowed", "TestBroker", "TestTIOCSTI", "TestSeccompIoctlLowWord", "TestLoaderGranted"} {
+	for _, name := range []string{"TestHostile", "TestLimits", "TestAllowed", "TestBroker", "TestTIOCSTI", "TestSeccompIoctlLowWord", "TestLoaderGranted", "TestDefaultLimits", "TestInheritedDescriptors"} {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass as %s:\n%s", name, unprivilegedUser, out)
 		}

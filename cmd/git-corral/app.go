@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/hint"
+	"github.com/git-corral/git-corral/internal/inherit"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/session"
@@ -72,7 +73,13 @@ func usageErrorf(cmd, format string, args ...any) error {
 }
 
 // main parses the global flags, dispatches to the command and turns its error into an exit code.
+// First of all it marks every descriptor git corral inherited close-on-exec (package inherit),
+// so that none of them reaches a program it starts: the sandboxed command, limactl and the
+// VM behind it, the broker and watch daemons, npm.
 func (a *app) main(ctx context.Context, args []string) int {
+	if err := inherit.CloseOnExec(3); err != nil {
+		return a.report(withHint(err, "nothing ran; git corral starts nothing while a descriptor it inherited could reach it"))
+	}
 	err := a.dispatch(ctx, args)
 	if err == nil {
 		return exitOK

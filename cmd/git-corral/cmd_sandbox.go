@@ -46,7 +46,11 @@ func defineSandbox(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if res.Limit != "" {
+		switch {
+		case res.Default:
+			fmt.Fprintf(a.stderr, "corral: sandbox: the command was stopped by limits.%s at its default, %s (status %d)\n", res.Limit, sandbox.DefaultText(res.Limit), res.Status)
+			fmt.Fprintf(a.stderr, "corral: hint: raise it in the manifest's [limits] (%s = …) and pass it with --manifest FILE\n", res.Limit)
+		case res.Limit != "":
 			fmt.Fprintf(a.stderr, "corral: sandbox: the command was stopped by limits.%s (status %d)\n", res.Limit, res.Status)
 		}
 		return statusOf(res.Status)
@@ -116,21 +120,19 @@ func narrowManifest(m *sandbox.Manifest, eff *policy.Effective, home string) (*s
 	if file == "" {
 		return m, nil
 	}
-	l := m.Limits
-	if l.Scratch == 0 {
-		l.Scratch = sandbox.DefaultScratch
-	}
+	// The defaults are what the repository narrows when the manifest leaves a limit unset.
+	l := m.Limits.WithDefaults()
 	g, err := eff.NarrowSandbox(policy.SandboxGrant{Read: m.Read, Write: m.Write, Exec: m.Exec, Network: m.Network, Env: m.Env,
 		Timeout: l.Timeout, CPU: l.CPU, Memory: l.Memory, Output: l.Output, Scratch: l.Scratch, Pids: l.Pids}, home)
 	if err != nil {
 		return nil, fmt.Errorf("narrow the sandbox manifest by %s: %w", file, err)
 	}
-	if m.Limits.Scratch == 0 && g.Scratch == sandbox.DefaultScratch {
-		g.Scratch = 0 // still the default: a run that needs no init step keeps going without it
-	}
+	// A limit still at its default stays unset: logged as the default, and a run that needs no
+	// init step keeps going without it.
+	lim := sandbox.Limits{Timeout: g.Timeout, CPU: g.CPU, Memory: g.Memory, Output: g.Output, Scratch: g.Scratch, Pids: g.Pids}
 	return &sandbox.Manifest{Source: m.Source, Digest: m.Digest, NarrowedBy: file,
 		Read: g.Read, Write: g.Write, Exec: g.Exec, Network: g.Network, Env: g.Env,
-		Limits: sandbox.Limits{Timeout: g.Timeout, CPU: g.CPU, Memory: g.Memory, Output: g.Output, Scratch: g.Scratch, Pids: g.Pids}}, nil
+		Limits: lim.Unset(m.Limits)}, nil
 }
 
 // mayBeCheckout reports whether dir may lie in a checkout, so that git's own lookup (two git

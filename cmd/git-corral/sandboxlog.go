@@ -28,7 +28,11 @@ func formatSandboxRun(r sandbox.Record) string {
 		parts = append(parts, fmt.Sprintf("exit=%d", r.ExitCode))
 	}
 	if r.Limit != "" {
-		parts = append(parts, "limit="+r.Limit)
+		if r.LimitDefault {
+			parts = append(parts, "limit="+r.Limit+"(default)")
+		} else {
+			parts = append(parts, "limit="+r.Limit)
+		}
 	}
 	if r.Signal != "" {
 		parts = append(parts, "signal="+r.Signal)
