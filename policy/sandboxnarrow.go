@@ -113,7 +113,7 @@ func (n *narrower) limit(key string, want, base int64, written string) int64 {
 		return base
 	}
 	if base > 0 && (want <= 0 || want > base) {
-		n.refuse(key, o, fmt.Sprintf("would raise the limit to %s, above the manifest's (0 is no limit)", written))
+		n.refuse(key, o, fmt.Sprintf("would raise the limit to %s, above the manifest's or its default", written))
 		return base
 	}
 	return want
