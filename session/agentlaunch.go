@@ -5,14 +5,22 @@ package session
 //   - The session's agent is the one the command's first word names (claude,
 //     /opt/corral/agents/bin/codex), else the one default_agent's first word names; a command
 //     naming neither has none (its auth variables are not forwarded, agentenv.go).
-//   - Every command of a box with agent mounts runs through agentPrelude, a fixed shell text
-//     that takes every value as an argument (nothing is interpolated): it puts the store's
-//     launchers (vm.AgentBinGuest) first on PATH, links each prepared agent's state paths in
-//     the box user's home (~/.claude) to its directory on the state mount, then execs the
-//     command (a login shell when there is none).
+//   - Every command of a box with agent mounts runs after agentPrelude, a fixed shell text run
+//     in the session's own shell (vm.Prelude) that takes every value as an argument (nothing
+//     is interpolated): it puts the store's launchers (vm.AgentBinGuest) first on PATH and
+//     links each prepared agent's state paths in the box user's home (~/.claude) to its
+//     directory on the state mount; then the command runs (a login shell when there is none).
 //   - The links are made in the session, not at boot: the box user can replace them, which only
 //     sends that agent's state to the box's own disk (nothing of the host is reached through
 //     them); a real file or directory already in their place is left alone, with a warning.
+//   - Once the links are made the prelude starts no process and touches no mount: in an
+//     emulated box each process costs tens of milliseconds and each look at the 9p state mount
+//     a round trip to the host, and every command would pay them. After a session made every
+//     link of a set (root and state paths) it writes that set to ~/.cache/corral/agent-links;
+//     a later session with the same set only checks that each is still a symlink (the box's
+//     own disk) and makes again the first that is not and every one after it. A link the box
+//     user re-pointed stays re-pointed while the set is unchanged, as the rule above allows;
+//     one removed, or replaced by a file, is seen.
 
 import (
 	"fmt"
@@ -36,53 +44,59 @@ func AgentFor(argv []string, defaultAgent string) (agents.Agent, bool) {
 	return agents.Agent{}, false
 }
 
-// agentPrelude runs as sh -c agentPrelude corral-agent ROOT [AGENT REL]... -- [CMD ARG...], ROOT
-// being vm.AgentStateGuest or vm.AgentSharedGuest.
-const agentPrelude = `state=$1
+// agentPrelude runs in the session's shell (vm.Prelude) with ROOT [AGENT REL]... as "$@",
+// ROOT being vm.AgentStateGuest or vm.AgentSharedGuest. Only shell builtins run while every
+// link is in place; mkdir and ln only to make one. Its variables start with corral_.
+const agentPrelude = `corral_state=$1
 shift
 if [ -d ` + vm.AgentBinGuest + ` ]; then
 	PATH=` + vm.AgentBinGuest + `:$PATH
 	export PATH
 fi
-while [ "$#" -ge 2 ] && [ "$1" != -- ]; do
-	agent=$1 rel=$2
+corral_stamp=$HOME/.cache/corral/agent-links corral_seen= corral_want=$corral_state corral_bad=
+for corral_a; do
+	corral_want="$corral_want $corral_a"
+done
+[ -f "$corral_stamp" ] && IFS= read -r corral_seen <"$corral_stamp"
+if [ "$corral_seen" = "$corral_want" ]; then
+	while [ "$#" -ge 2 ] && [ -L "$HOME/$2" ]; do
+		shift 2
+	done
+fi
+while [ "$#" -ge 2 ]; do
+	corral_agent=$1 corral_link=$HOME/$2 corral_target=$corral_state/$1/$2
 	shift 2
-	[ -d "$state/$agent" ] || continue
-	link=$HOME/$rel target=$state/$agent/$rel
-	[ "$(readlink -- "$link" 2>/dev/null)" = "$target" ] && continue
-	if [ -e "$link" ] && [ ! -L "$link" ]; then
-		echo "corral: warning: $link is the box's own; $agent's state there is not kept on the host" >&2
+	[ -d "$corral_state/$corral_agent" ] || continue
+	if [ -L "$corral_link" ]; then
+		[ -e "$corral_target" ] && [ "$corral_link" -ef "$corral_target" ] && continue
+	elif [ -e "$corral_link" ]; then
+		printf '%s\n' "corral: warning: $corral_link is the box's own; $corral_agent's state there is not kept on the host" >&2
 		continue
 	fi
-	mkdir -p -- "$(dirname -- "$link")" && ln -sfn -- "$target" "$link"
+	corral_dir=${corral_link%/*}
+	{ [ -d "${corral_dir:-/}" ] || mkdir -p -- "${corral_dir:-/}"; } && ln -sfn -- "$corral_target" "$corral_link" || corral_bad=1
 done
-[ "${1:-}" = -- ] && shift
-if [ "$#" -eq 0 ]; then
-	exec "${SHELL:-/bin/sh}" -l
-fi
-case $(command -v -- "$1") in
-/*) exec "$@" ;;
-esac
-"$@"
-`
+if [ "$corral_seen" != "$corral_want" ] && [ -z "$corral_bad" ]; then
+	{ [ -d "${corral_stamp%/*}" ] || mkdir -p -- "${corral_stamp%/*}"; } && { printf '%s\n' "$corral_want" >"$corral_stamp"; } 2>/dev/null
+fi`
 
-// agentArgv wraps argv in agentPrelude with the state links of linked, into root. Names and state paths
-// come from the catalogue; one that is not a clean relative path (or holds a newline or NUL) is
-// refused rather than passed on.
-func agentArgv(argv []string, root string, linked []agents.Agent) ([]string, error) {
+// agentLinks is agentPrelude with the state links of linked, into root. Names and state
+// paths come from the catalogue; one that is not a clean relative path (or holds a newline or
+// NUL) is refused rather than passed on.
+func agentLinks(root string, linked []agents.Agent) (vm.Prelude, error) {
 	if root != vm.AgentStateGuest && root != vm.AgentSharedGuest {
-		return nil, fmt.Errorf("agent state root %q is not %s or %s", root, vm.AgentStateGuest, vm.AgentSharedGuest)
+		return vm.Prelude{}, fmt.Errorf("agent state root %q is not %s or %s", root, vm.AgentStateGuest, vm.AgentSharedGuest)
 	}
-	out := []string{"/bin/sh", "-c", agentPrelude, "corral-agent", root}
+	p := vm.Prelude{Script: agentPrelude, Args: []string{root}}
 	for _, a := range linked {
-		for _, p := range a.StatePaths() {
-			if err := checkStatePath(a.Name, p.Rel); err != nil {
-				return nil, err
+		for _, sp := range a.StatePaths() {
+			if err := checkStatePath(a.Name, sp.Rel); err != nil {
+				return vm.Prelude{}, err
 			}
-			out = append(out, a.Name, p.Rel)
+			p.Args = append(p.Args, a.Name, sp.Rel)
 		}
 	}
-	return append(append(out, "--"), argv...), nil
+	return p, nil
 }
 
 // checkStatePath refuses an agent name that is not one path element, and a state path that is
