@@ -109,12 +109,15 @@ func keepBlobs(ctx context.Context, p *project.Project, st store, es []*entry) (
 	if err != nil {
 		return nil, fmt.Errorf("record session base: open repository %q: %w", p.TopLevel, err)
 	}
-	skip, err := ignoredDirs(ctx, p.TopLevel)
-	if err != nil {
-		return nil, fmt.Errorf("record session base: %w", err)
-	}
 	if err := st.mkdir(st.dir); err != nil {
 		return nil, err
+	}
+	skip := func() ([]string, error) {
+		dirs, err := ignoredDirs(ctx, p.TopLevel)
+		if err != nil {
+			return nil, fmt.Errorf("record session base: %w", err)
+		}
+		return dirs, nil
 	}
 	return storeBlobs(func(e *entry) string { return entryAbs(p, e) }, repo.Storer, st, es, skip)
 }
@@ -156,15 +159,26 @@ func storable(e *entry) bool {
 
 // storeBlobs keeps in st the bytes of every storable entry the repository lacks, read now
 // (re-hashed: the file may have changed since the walk), and returns their ids. The repository
-// is only read. Files over keepInMem and those in ignored directories are recorded by hash only.
-func storeBlobs(absOf func(*entry) string, repo storer.EncodedObjectStorer, st store, es []*entry, skip []string) ([][20]byte, error) {
+// is only read. Files over keepInMem and those in the directories skip lists (asked once, at
+// the first file that would be kept: a git process, which a session whose files the
+// repository all has, the usual case, does without) are recorded by hash only.
+func storeBlobs(absOf func(*entry) string, repo storer.EncodedObjectStorer, st store, es []*entry, skip func() ([]string, error)) ([][20]byte, error) {
 	var ids [][20]byte
+	var dirs []string
+	asked := false
 	for _, e := range es {
-		if !storable(e) || underAny(e.Path, skip) {
-			continue // an ignored directory (node_modules, target/…): manifest only
-		}
-		if repo.HasEncodedObject(plumbing.Hash(e.Hash)) == nil || e.Size > keepInMem {
+		if !storable(e) || repo.HasEncodedObject(plumbing.Hash(e.Hash)) == nil || e.Size > keepInMem {
 			continue
+		}
+		if !asked {
+			var err error
+			if dirs, err = skip(); err != nil {
+				return nil, err
+			}
+			asked = true
+		}
+		if underAny(e.Path, dirs) {
+			continue // an ignored directory (node_modules, target/…): manifest only
 		}
 		data, err := hashEntry(absOf(e), e, true)
 		if err != nil {

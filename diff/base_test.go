@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5"
 )
 
 func TestManifestRoundTripAndCorruption(t *testing.T) {
@@ -263,4 +265,46 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		_, _ = decodeManifest(data)
 	})
+}
+
+// TestStoreBlobsAsksIgnoredDirsOnlyToKeep: the ignored directories (a git process) are asked
+// for only when a file's bytes would be kept, and once per base: a tree whose files the
+// repository all holds asks nothing; with untracked files it asks once (the control), and a
+// file of an ignored directory is still not kept.
+func TestStoreBlobsAsksIgnoredDirsOnlyToKeep(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	p := r.project()
+	repo, err := git.PlainOpenWithOptions(p.TopLevel, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(r.home, "box-test")
+	if err := st.mkdir(st.dir); err != nil {
+		t.Fatal(err)
+	}
+	keep := func() (ids [][20]byte, asked int) {
+		t.Helper()
+		es, err := walk(t.Context(), p.TopLevel, p.CommonDir, 2)
+		if err == nil {
+			err = hashAll(t.Context(), func(e *entry) string { return entryAbs(p, e) }, es, 2, func(*entry) bool { return true })
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		skip := func() ([]string, error) { asked++; return []string{"ignored/"}, nil }
+		ids, err = storeBlobs(func(e *entry) string { return entryAbs(p, e) }, repo.Storer, st, es, skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, asked
+	}
+	if ids, asked := keep(); len(ids) != 0 || asked != 0 {
+		t.Errorf("committed files only: kept %d, asked for the ignored directories %d time(s); want 0 and 0", len(ids), asked)
+	}
+	r.write("new.txt", "untracked\n")
+	r.write("other.txt", "untracked too\n")
+	r.write("ignored/dep.js", "dependency\n")
+	if ids, asked := keep(); len(ids) != 2 || asked != 1 {
+		t.Errorf("two untracked files and one in an ignored directory: kept %d, asked %d time(s); want 2 and 1", len(ids), asked)
+	}
 }
