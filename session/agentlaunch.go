@@ -21,6 +21,10 @@ package session
 //     own disk) and makes again the first that is not and every one after it. A link the box
 //     user re-pointed stays re-pointed while the set is unchanged, as the rule above allows;
 //     one removed, or replaced by a file, is seen.
+//   - The shell parses what it runs (a line costs about 0.15 ms under TCG), so the part every
+//     session runs is a few lines; the text that makes links (agentLink) travels as a quoted
+//     argument, read as a string, and is evaluated only when a link is to be made. Both are
+//     this file's constants; values are only ever arguments.
 
 import (
 	"fmt"
@@ -44,41 +48,49 @@ func AgentFor(argv []string, defaultAgent string) (agents.Agent, bool) {
 	return agents.Agent{}, false
 }
 
-// agentPrelude runs in the session's shell (vm.Prelude) with ROOT [AGENT REL]... as "$@",
-// ROOT being vm.AgentStateGuest or vm.AgentSharedGuest. Only shell builtins run while every
-// link is in place; mkdir and ln only to make one. Its variables start with corral_.
-const agentPrelude = `corral_state=$1
+// agentPrelude runs in the session's shell (vm.Prelude) with LINK SET ROOT [AGENT REL]... as
+// "$@": LINK is agentLink, SET the stamp's line for ROOT and the pairs (linkSet), ROOT
+// vm.AgentStateGuest or vm.AgentSharedGuest. With every link made for SET it runs only test
+// and read (shell builtins) on the box's own disk.
+const agentPrelude = `if [ -d ` + vm.AgentBinGuest + ` ]; then PATH=` + vm.AgentBinGuest + `:$PATH; export PATH; fi
+corral_link=$1 corral_set=$2 corral_seen=
+shift 2
+[ -f "$HOME/` + agentLinkStamp + `" ] && IFS= read -r corral_seen <"$HOME/` + agentLinkStamp + `"
+if [ "$corral_seen" = "$corral_set" ]; then
+	while [ "$#" -ge 3 ] && [ -L "$HOME/$3" ]; do corral_r=$1; shift 3; set -- "$corral_r" "$@"; done
+fi
+[ "$#" -ge 3 ] && eval "$corral_link"`
+
+// agentLinkStamp is where, under the box user's home, agentLink records the set it made.
+const agentLinkStamp = ".cache/corral/agent-links"
+
+// agentLink makes the links agentPrelude did not find in place, from its "$@" (ROOT, then the
+// pairs from the first one to check) and corral_set and corral_seen; once every link of a new
+// set is made it records the set. It runs mkdir and ln only to make a link.
+const agentLink = `corral_state=$1 corral_bad=
 shift
-if [ -d ` + vm.AgentBinGuest + ` ]; then
-	PATH=` + vm.AgentBinGuest + `:$PATH
-	export PATH
-fi
-corral_stamp=$HOME/.cache/corral/agent-links corral_seen= corral_want=$corral_state corral_bad=
-for corral_a; do
-	corral_want="$corral_want $corral_a"
-done
-[ -f "$corral_stamp" ] && IFS= read -r corral_seen <"$corral_stamp"
-if [ "$corral_seen" = "$corral_want" ]; then
-	while [ "$#" -ge 2 ] && [ -L "$HOME/$2" ]; do
-		shift 2
-	done
-fi
 while [ "$#" -ge 2 ]; do
-	corral_agent=$1 corral_link=$HOME/$2 corral_target=$corral_state/$1/$2
+	corral_agent=$1 corral_l=$HOME/$2 corral_target=$corral_state/$1/$2
 	shift 2
 	[ -d "$corral_state/$corral_agent" ] || continue
-	if [ -L "$corral_link" ]; then
-		[ -e "$corral_target" ] && [ "$corral_link" -ef "$corral_target" ] && continue
-	elif [ -e "$corral_link" ]; then
-		printf '%s\n' "corral: warning: $corral_link is the box's own; $corral_agent's state there is not kept on the host" >&2
+	if [ -L "$corral_l" ]; then
+		[ -e "$corral_target" ] && [ "$corral_l" -ef "$corral_target" ] && continue
+	elif [ -e "$corral_l" ]; then
+		printf '%s\n' "corral: warning: $corral_l is the box's own; $corral_agent's state there is not kept on the host" >&2
 		continue
 	fi
-	corral_dir=${corral_link%/*}
-	{ [ -d "${corral_dir:-/}" ] || mkdir -p -- "${corral_dir:-/}"; } && ln -sfn -- "$corral_target" "$corral_link" || corral_bad=1
+	corral_dir=${corral_l%/*}
+	{ [ -d "${corral_dir:-/}" ] || mkdir -p -- "${corral_dir:-/}"; } && ln -sfn -- "$corral_target" "$corral_l" || corral_bad=1
 done
-if [ "$corral_seen" != "$corral_want" ] && [ -z "$corral_bad" ]; then
-	{ [ -d "${corral_stamp%/*}" ] || mkdir -p -- "${corral_stamp%/*}"; } && { printf '%s\n' "$corral_want" >"$corral_stamp"; } 2>/dev/null
+if [ "$corral_seen" != "$corral_set" ] && [ -z "$corral_bad" ]; then
+	corral_dir=$HOME/` + agentLinkStamp + `
+	{ [ -d "${corral_dir%/*}" ] || mkdir -p -- "${corral_dir%/*}"; } && { printf '%s\n' "$corral_set" >"$corral_dir"; } 2>/dev/null
 fi`
+
+// linkSet is the line agentLink records for root and pairs: each word after a space.
+func linkSet(root string, pairs []string) string {
+	return strings.Join(append([]string{root}, pairs...), " ")
+}
 
 // agentLinks is agentPrelude with the state links of linked, into root. Names and state
 // paths come from the catalogue; one that is not a clean relative path (or holds a newline or
@@ -87,16 +99,16 @@ func agentLinks(root string, linked []agents.Agent) (vm.Prelude, error) {
 	if root != vm.AgentStateGuest && root != vm.AgentSharedGuest {
 		return vm.Prelude{}, fmt.Errorf("agent state root %q is not %s or %s", root, vm.AgentStateGuest, vm.AgentSharedGuest)
 	}
-	p := vm.Prelude{Script: agentPrelude, Args: []string{root}}
+	var pairs []string
 	for _, a := range linked {
 		for _, sp := range a.StatePaths() {
 			if err := checkStatePath(a.Name, sp.Rel); err != nil {
 				return vm.Prelude{}, err
 			}
-			p.Args = append(p.Args, a.Name, sp.Rel)
+			pairs = append(pairs, a.Name, sp.Rel)
 		}
 	}
-	return p, nil
+	return vm.Prelude{Script: agentPrelude, Args: append([]string{agentLink, linkSet(root, pairs), root}, pairs...)}, nil
 }
 
 // checkStatePath refuses an agent name that is not one path element, and a state path that is

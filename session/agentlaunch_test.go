@@ -94,7 +94,7 @@ func TestAgentLinksRefuses(t *testing.T) {
 	}
 	claude, _ := agents.Lookup("claude")
 	got, err := agentLinks(vm.AgentStateGuest, []agents.Agent{claude})
-	want := []string{vm.AgentStateGuest, "claude", ".claude", "claude", ".claude.json"}
+	want := []string{agentLink, vm.AgentStateGuest + " claude .claude claude .claude.json", vm.AgentStateGuest, "claude", ".claude", "claude", ".claude.json"}
 	if err != nil || got.Script != agentPrelude || !slices.Equal(got.Args, want) {
 		t.Errorf("control: %q, %v", got.Args, err)
 	}
@@ -113,11 +113,16 @@ func preludeBox(t *testing.T) (dir, state, home string) {
 	return dir, state, home
 }
 
+// standIn is the prelude agentLinks makes for the whole catalogue, with a stand-in root.
+func standIn(root string) vm.Prelude {
+	pairs := []string{"claude", ".claude", "claude", ".claude.json", "codex", ".codex", "gemini", ".gemini"}
+	return vm.Prelude{Script: agentPrelude, Args: append([]string{agentLink, linkSet(root, pairs), root}, pairs...)}
+}
+
 // preludeLine is the session's command line for argv after the prelude, as vm builds it.
 func preludeLine(t *testing.T, state string, argv ...string) string {
 	t.Helper()
-	line, err := vm.CommandLine(argv, "", vm.Prelude{Script: agentPrelude, Args: []string{state,
-		"claude", ".claude", "claude", ".claude.json", "codex", ".codex", "gemini", ".gemini"}})
+	line, err := vm.CommandLine(argv, "", standIn(state))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +195,7 @@ func TestAgentPreludeStartsNoProcess(t *testing.T) {
 		t.Helper()
 		// cat, not the shell's read, which reads a byte at a time and gets only the first
 		// digit from a sysctl file.
-		line, err := vm.CommandLine([]string{"/bin/cat", "/proc/sys/kernel/ns_last_pid"}, "", vm.Prelude{Script: agentPrelude, Args: []string{root,
-			"claude", ".claude", "claude", ".claude.json", "codex", ".codex", "gemini", ".gemini"}})
+		line, err := vm.CommandLine([]string{"/bin/cat", "/proc/sys/kernel/ns_last_pid"}, "", standIn(root))
 		if err != nil {
 			t.Fatal(err)
 		}
