@@ -308,3 +308,47 @@ func TestStoreBlobsAsksIgnoredDirsOnlyToKeep(t *testing.T) {
 		t.Errorf("two untracked files and one in an ignored directory: kept %d, asked %d time(s); want 2 and 1", len(ids), asked)
 	}
 }
+
+// TestRecordStartReadsBeforeWriting: RecordStart's base is the tree as it was when it
+// returned, though its files are written afterwards: changes made in between (by a session
+// already running) show against it, and the kept bytes are the earlier ones. A write that
+// fails is the error written returns; Record, the control, returns it at once.
+func TestRecordStartReadsBeforeWriting(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	r.write("new.txt", "before\n")
+	rec, written, err := RecordStart(t.Context(), r.project(), "box-test", BaseOptions{Home: r.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write("new.txt", "after\n")
+	r.write("Makefile", "changed by the session\n")
+	if err := written(); err != nil {
+		t.Fatalf("written: %v", err)
+	}
+	if _, err := os.Stat(rec.Path); err != nil {
+		t.Fatalf("the manifest at rec.Path: %v", err)
+	}
+	var got []string
+	for _, c := range r.compare(Options{}).Changes {
+		got = append(got, c.Path+" "+c.Status)
+	}
+	if strings.Join(got, ",") != "Makefile modified,new.txt modified" {
+		t.Errorf("changes against the base: %q, want the two made after RecordStart returned", got)
+	}
+	if b, err := openStore(r.home, "box-test").blob(blobHash([]byte("before\n")), 1<<20); err != nil || string(b) != "before\n" {
+		t.Errorf("kept bytes of new.txt: %q, %v; want those read before the change", b, err)
+	}
+
+	at := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	blocked := filepath.Join(r.home, "sessions", "box-test", stamp(at)+".base")
+	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	o := BaseOptions{Home: r.home, Now: func() time.Time { return at }}
+	if _, written, err := RecordStart(t.Context(), r.project(), "box-test", o); err != nil || written() == nil {
+		t.Errorf("a manifest that cannot be written: RecordStart %v, written gave no error", err)
+	}
+	if _, err := Record(t.Context(), r.project(), "box-test", o); err == nil {
+		t.Error("Record: no error for a manifest that cannot be written")
+	}
+}

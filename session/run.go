@@ -154,6 +154,9 @@ func (b *Box) Run(ctx context.Context, argv []string, st Streams, timeout time.D
 	if endErr != nil {
 		return hint.With(endErr, hintRepair)
 	}
+	if err := g.BaseError(); err != nil {
+		return hint.With(fmt.Errorf("record the session base: %w", err), "free space for $CORRAL_HOME/sessions; until a base is written, 'git corral diff' compares against the one before")
+	}
 	if g.Base != "" && b.req.terminal(st.Stderr) {
 		fmt.Fprintf(st.Stderr, "corral: session base %s: 'git corral diff' shows what the box changed in files the host executes\n", g.Base)
 	}
