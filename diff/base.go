@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -45,11 +46,25 @@ type Recorded struct {
 // Record records the work tree's state as a session base for box (see RecordBaseWith), then
 // removes the refs older versions left under refs/corral/sessions/ and says so in the notice.
 func Record(ctx context.Context, p *project.Project, box string, o BaseOptions) (Recorded, error) {
-	path, err := RecordBaseWith(ctx, p, box, o)
+	rec, written, err := RecordStart(ctx, p, box, o)
 	if err != nil {
 		return Recorded{}, err
 	}
-	return Recorded{Path: path, Notice: removeLegacyRefs(ctx, p)}, nil
+	return rec, written()
+}
+
+// RecordStart is Record with the base's list and manifest written in the background, which a
+// session needs only once it ends: when it returns, the work tree's state is read and the bytes
+// the base keeps are in the store, so what the base records no longer depends on what happens
+// to the tree; written waits for the files (each fsynced, in rec.Path) and returns their error.
+func RecordStart(ctx context.Context, p *project.Project, box string, o BaseOptions) (rec Recorded, written func() error, err error) {
+	path, save, err := captureBase(ctx, p, box, o)
+	if err != nil {
+		return Recorded{}, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- save() }()
+	return Recorded{Path: path, Notice: removeLegacyRefs(ctx, p)}, sync.OnceValue(func() error { return <-done }), nil
 }
 
 // RecordBase records the work tree's state as a session base for box and returns the path of
@@ -67,39 +82,50 @@ func RecordBase(ctx context.Context, p *project.Project, box string) (string, er
 // the box and returns the new manifest's path. It leaves refs of older versions alone (Record
 // removes them).
 func RecordBaseWith(ctx context.Context, p *project.Project, box string, o BaseOptions) (string, error) {
-	if p == nil {
-		return "", fmt.Errorf("record session base: no project")
-	}
-	if !validBox.MatchString(box) {
-		return "", fmt.Errorf("record session base: invalid box name %q", box)
-	}
-	o, err := o.fill()
+	path, save, err := captureBase(ctx, p, box, o)
 	if err != nil {
 		return "", err
+	}
+	return path, save()
+}
+
+// captureBase reads the work tree's state for a base of box and keeps the bytes it needs in
+// the store; save writes the base's list and manifest (at path) and prunes older bases.
+func captureBase(ctx context.Context, p *project.Project, box string, o BaseOptions) (path string, save func() error, err error) {
+	if p == nil {
+		return "", nil, fmt.Errorf("record session base: no project")
+	}
+	if !validBox.MatchString(box) {
+		return "", nil, fmt.Errorf("record session base: invalid box name %q", box)
+	}
+	o, err = o.fill()
+	if err != nil {
+		return "", nil, err
 	}
 	es, err := walk(ctx, p.TopLevel, p.CommonDir, o.Workers)
 	if err != nil {
-		return "", fmt.Errorf("record session base: %w", err)
+		return "", nil, fmt.Errorf("record session base: %w", err)
 	}
 	if err := hashAll(ctx, func(e *entry) string { return entryAbs(p, e) }, es, o.Workers, func(*entry) bool { return true }); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	st := openStore(o.Home, box)
 	ids, err := keepBlobs(ctx, p, st, es)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	inlineGitMeta(p, es)
 	now := o.Now()
-	if err := st.writeList(stamp(now), ids); err != nil {
-		return "", err
-	}
 	m := &manifest{manifestHeader: manifestHeader{Box: box, TopLevel: p.TopLevel, Created: now}, Entries: es}
-	path, err := saveManifest(st, m)
-	if err != nil {
-		return "", err
-	}
-	return path, st.prune(keepBases)
+	return manifestPath(st, m), func() error {
+		if err := st.writeList(stamp(now), ids); err != nil {
+			return err
+		}
+		if _, err := saveManifest(st, m); err != nil {
+			return err
+		}
+		return st.prune(keepBases)
+	}, nil
 }
 
 // keepBlobs opens p's repository to read only, and keeps in st the bytes of the walked files it
@@ -109,12 +135,15 @@ func keepBlobs(ctx context.Context, p *project.Project, st store, es []*entry) (
 	if err != nil {
 		return nil, fmt.Errorf("record session base: open repository %q: %w", p.TopLevel, err)
 	}
-	skip, err := ignoredDirs(ctx, p.TopLevel)
-	if err != nil {
-		return nil, fmt.Errorf("record session base: %w", err)
-	}
 	if err := st.mkdir(st.dir); err != nil {
 		return nil, err
+	}
+	skip := func() ([]string, error) {
+		dirs, err := ignoredDirs(ctx, p.TopLevel)
+		if err != nil {
+			return nil, fmt.Errorf("record session base: %w", err)
+		}
+		return dirs, nil
 	}
 	return storeBlobs(func(e *entry) string { return entryAbs(p, e) }, repo.Storer, st, es, skip)
 }
@@ -156,15 +185,26 @@ func storable(e *entry) bool {
 
 // storeBlobs keeps in st the bytes of every storable entry the repository lacks, read now
 // (re-hashed: the file may have changed since the walk), and returns their ids. The repository
-// is only read. Files over keepInMem and those in ignored directories are recorded by hash only.
-func storeBlobs(absOf func(*entry) string, repo storer.EncodedObjectStorer, st store, es []*entry, skip []string) ([][20]byte, error) {
+// is only read. Files over keepInMem and those in the directories skip lists (asked once, at
+// the first file that would be kept: a git process, which a session whose files the
+// repository all has, the usual case, does without) are recorded by hash only.
+func storeBlobs(absOf func(*entry) string, repo storer.EncodedObjectStorer, st store, es []*entry, skip func() ([]string, error)) ([][20]byte, error) {
 	var ids [][20]byte
+	var dirs []string
+	asked := false
 	for _, e := range es {
-		if !storable(e) || underAny(e.Path, skip) {
-			continue // an ignored directory (node_modules, target/…): manifest only
-		}
-		if repo.HasEncodedObject(plumbing.Hash(e.Hash)) == nil || e.Size > keepInMem {
+		if !storable(e) || repo.HasEncodedObject(plumbing.Hash(e.Hash)) == nil || e.Size > keepInMem {
 			continue
+		}
+		if !asked {
+			var err error
+			if dirs, err = skip(); err != nil {
+				return nil, err
+			}
+			asked = true
+		}
+		if underAny(e.Path, dirs) {
+			continue // an ignored directory (node_modules, target/…): manifest only
 		}
 		data, err := hashEntry(absOf(e), e, true)
 		if err != nil {

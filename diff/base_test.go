@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5"
 )
 
 func TestManifestRoundTripAndCorruption(t *testing.T) {
@@ -263,4 +265,90 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		_, _ = decodeManifest(data)
 	})
+}
+
+// TestStoreBlobsAsksIgnoredDirsOnlyToKeep: the ignored directories (a git process) are asked
+// for only when a file's bytes would be kept, and once per base: a tree whose files the
+// repository all holds asks nothing; with untracked files it asks once (the control), and a
+// file of an ignored directory is still not kept.
+func TestStoreBlobsAsksIgnoredDirsOnlyToKeep(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	p := r.project()
+	repo, err := git.PlainOpenWithOptions(p.TopLevel, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(r.home, "box-test")
+	if err := st.mkdir(st.dir); err != nil {
+		t.Fatal(err)
+	}
+	keep := func() (ids [][20]byte, asked int) {
+		t.Helper()
+		es, err := walk(t.Context(), p.TopLevel, p.CommonDir, 2)
+		if err == nil {
+			err = hashAll(t.Context(), func(e *entry) string { return entryAbs(p, e) }, es, 2, func(*entry) bool { return true })
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		skip := func() ([]string, error) { asked++; return []string{"ignored/"}, nil }
+		ids, err = storeBlobs(func(e *entry) string { return entryAbs(p, e) }, repo.Storer, st, es, skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, asked
+	}
+	if ids, asked := keep(); len(ids) != 0 || asked != 0 {
+		t.Errorf("committed files only: kept %d, asked for the ignored directories %d time(s); want 0 and 0", len(ids), asked)
+	}
+	r.write("new.txt", "untracked\n")
+	r.write("other.txt", "untracked too\n")
+	r.write("ignored/dep.js", "dependency\n")
+	if ids, asked := keep(); len(ids) != 2 || asked != 1 {
+		t.Errorf("two untracked files and one in an ignored directory: kept %d, asked %d time(s); want 2 and 1", len(ids), asked)
+	}
+}
+
+// TestRecordStartReadsBeforeWriting: RecordStart's base is the tree as it was when it
+// returned, though its files are written afterwards: changes made in between (by a session
+// already running) show against it, and the kept bytes are the earlier ones. A write that
+// fails is the error written returns; Record, the control, returns it at once.
+func TestRecordStartReadsBeforeWriting(t *testing.T) {
+	r := newRepo(t, baseFiles)
+	r.write("new.txt", "before\n")
+	rec, written, err := RecordStart(t.Context(), r.project(), "box-test", BaseOptions{Home: r.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write("new.txt", "after\n")
+	r.write("Makefile", "changed by the session\n")
+	if err := written(); err != nil {
+		t.Fatalf("written: %v", err)
+	}
+	if _, err := os.Stat(rec.Path); err != nil {
+		t.Fatalf("the manifest at rec.Path: %v", err)
+	}
+	var got []string
+	for _, c := range r.compare(Options{}).Changes {
+		got = append(got, c.Path+" "+c.Status)
+	}
+	if strings.Join(got, ",") != "Makefile modified,new.txt modified" {
+		t.Errorf("changes against the base: %q, want the two made after RecordStart returned", got)
+	}
+	if b, err := openStore(r.home, "box-test").blob(blobHash([]byte("before\n")), 1<<20); err != nil || string(b) != "before\n" {
+		t.Errorf("kept bytes of new.txt: %q, %v; want those read before the change", b, err)
+	}
+
+	at := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	blocked := filepath.Join(r.home, "sessions", "box-test", stamp(at)+".base")
+	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	o := BaseOptions{Home: r.home, Now: func() time.Time { return at }}
+	if _, written, err := RecordStart(t.Context(), r.project(), "box-test", o); err != nil || written() == nil {
+		t.Errorf("a manifest that cannot be written: RecordStart %v, written gave no error", err)
+	}
+	if _, err := Record(t.Context(), r.project(), "box-test", o); err == nil {
+		t.Error("Record: no error for a manifest that cannot be written")
+	}
 }

@@ -11,10 +11,19 @@ package diff
 //     names travel NUL-separated on stdin, never on a command line.
 //   - The caller gets one notice: how many were removed and what happens to their objects, or
 //     why they could not be and the command that removes them. A failure never stops a diff.
+//   - git runs only when the repository may hold such a ref: every session records a base, and
+//     a git process before the session starts is most of a short command's host-side time.
+//     Without a reftable, a ref is a file under refs/ or a line of packed-refs; with neither
+//     under the prefix there is none, and git is asked whenever that cannot be told.
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -34,6 +43,9 @@ var safeGitArgs = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonit
 // removeLegacyRefs deletes the refs under legacyRefPrefix in p's repository and returns the
 // notice for the user, or "" when there were none.
 func removeLegacyRefs(ctx context.Context, p *project.Project) string {
+	if !mayHaveLegacyRefs(p.CommonDir) {
+		return ""
+	}
 	g := gitcli.Git{Dir: p.TopLevel, Env: []string{"GIT_OPTIONAL_LOCKS=0"}}
 	out, err := g.Output(ctx, slices.Concat(safeGitArgs, []string{"for-each-ref", "--format=%(refname)", legacyRefPrefix})...)
 	if err != nil {
@@ -51,6 +63,23 @@ func removeLegacyRefs(ctx context.Context, p *project.Project) string {
 	return fmt.Sprintf("removed %d session base(s) that older versions of git corral kept in this repository under %s (copies of ignored files such as .env among them); "+
 		"their objects stay until 'git gc' prunes unreachable objects (after two weeks by default; 'git gc --prune=now' does it now)",
 		len(refs), legacyRefPrefix)
+}
+
+// mayHaveLegacyRefs reports whether the repository whose common git dir is common may hold a
+// ref under legacyRefPrefix: false only when its refs are files (no reftable), no file or
+// directory is at refs/corral/sessions and packed-refs has no line naming one.
+func mayHaveLegacyRefs(common string) bool {
+	if _, err := os.Lstat(filepath.Join(common, "reftable")); !errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if _, err := os.Lstat(filepath.Join(common, filepath.FromSlash(strings.TrimSuffix(legacyRefPrefix, "/")))); !errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	packed, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return err != nil || bytes.Contains(packed, []byte(" "+legacyRefPrefix))
 }
 
 // legacyRefs parses for-each-ref's output, keeping only names under the prefix with no

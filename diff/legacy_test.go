@@ -62,6 +62,9 @@ func TestRemoveLegacyRefs(t *testing.T) {
 					t.Fatalf("control: %s missing before removal: %v", ref, before)
 				}
 			}
+			if may := mayHaveLegacyRefs(r.project().CommonDir); may != (len(tc.gone) > 0) {
+				t.Errorf("mayHaveLegacyRefs = %v with %d legacy ref(s): git must run when there are some, and only then", may, len(tc.gone))
+			}
 			r.clearCanary()
 			notice := removeLegacyRefs(t.Context(), r.project())
 			r.checkCanary("removeLegacyRefs")
@@ -87,6 +90,9 @@ func TestRemoveLegacyRefs(t *testing.T) {
 			}
 			if again := removeLegacyRefs(t.Context(), r.project()); again != "" {
 				t.Errorf("a second call gave a notice: %q", again)
+			}
+			if mayHaveLegacyRefs(r.project().CommonDir) {
+				t.Error("mayHaveLegacyRefs after the removal: git would run at every session")
 			}
 		})
 	}
@@ -130,6 +136,39 @@ func TestLegacyRefsLocked(t *testing.T) {
 	os.Remove(lock)
 	if notice := removeLegacyRefs(t.Context(), r.project()); !strings.Contains(notice, "removed 1") {
 		t.Errorf("control: without the lock, notice = %q", notice)
+	}
+}
+
+// TestMayHaveLegacyRefs: what cannot be told from the files asks git: a reftable, something
+// unreadable at the prefix, packed-refs that cannot be read; a packed-refs without the prefix
+// and no refs/corral/sessions does not.
+func TestMayHaveLegacyRefs(t *testing.T) {
+	common := t.TempDir()
+	if mayHaveLegacyRefs(common) {
+		t.Error("an empty git dir: want no git run")
+	}
+	os.WriteFile(filepath.Join(common, "packed-refs"), []byte("# pack-refs with: peeled\nabc refs/heads/refs/corral/sessions/x\n"), 0o644)
+	if mayHaveLegacyRefs(common) {
+		t.Error("packed-refs with a look-alike only: want no git run")
+	}
+	os.WriteFile(filepath.Join(common, "packed-refs"), []byte("abc "+legacyRefPrefix+"b/c\n"), 0o644)
+	if !mayHaveLegacyRefs(common) {
+		t.Error("packed-refs naming a legacy ref: want git to run")
+	}
+	os.Remove(filepath.Join(common, "packed-refs"))
+	os.Mkdir(filepath.Join(common, "packed-refs"), 0o755) // unreadable as a file
+	if !mayHaveLegacyRefs(common) {
+		t.Error("packed-refs that cannot be read: want git to run")
+	}
+	os.Remove(filepath.Join(common, "packed-refs"))
+	os.MkdirAll(filepath.Join(common, "refs/corral/sessions"), 0o755)
+	if !mayHaveLegacyRefs(common) {
+		t.Error("an (even empty) refs/corral/sessions: want git to run")
+	}
+	other := t.TempDir()
+	os.Mkdir(filepath.Join(other, "reftable"), 0o755)
+	if !mayHaveLegacyRefs(other) {
+		t.Error("a reftable repository: want git to run")
 	}
 }
 

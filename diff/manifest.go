@@ -190,11 +190,16 @@ func saveManifest(st store, m *manifest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p := filepath.Join(st.dir, stamp(m.Created)+".base")
+	p := manifestPath(st, m)
 	if err := atomicfile.Write(p, data, 0o600); err != nil {
 		return "", fmt.Errorf("write session base %q: %w", p, err)
 	}
 	return p, nil
+}
+
+// manifestPath is where saveManifest writes m.
+func manifestPath(st store, m *manifest) string {
+	return filepath.Join(st.dir, stamp(m.Created)+".base")
 }
 
 // stamp is the sortable timestamp that names a base's files.

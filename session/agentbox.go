@@ -4,7 +4,7 @@ package session
 // store read-only, the box's state writable; agentstate.go) and, for start, installs
 // default_agent's agent before the box boots (agentinstall.go); Run prepares the session
 // agent's state, installs an agent the command names, forwards that agent's auth variables
-// (agentenv.go) and launches the command through the prelude that links the state and puts the
+// (agentenv.go) and launches the command after the prelude that links the state and puts the
 // store on PATH (agentlaunch.go). Clone-mode boxes mount nothing of the host, so agents are
 // mount-mode only for now (SECURITY.md says why).
 
@@ -41,23 +41,24 @@ func (b *Box) openAgents(ctx context.Context) error {
 
 // agentSession readies a session of argv in b: the command's agent installed, the session
 // agent's state prepared (seeded the first time when agent_state says so; every other agent's
-// state directory made empty), and argv wrapped in the prelude. It returns the argv to run and
-// the host variables to forward for the agent. A box without agent mounts runs argv as it is.
-func (b *Box) agentSession(ctx context.Context, argv []string) ([]string, []string, error) {
+// state directory made empty), and the prelude that links it. It returns the prelude to run
+// before argv and the host variables to forward for the agent. A box without agent mounts
+// has no prelude.
+func (b *Box) agentSession(ctx context.Context, argv []string) (vm.Prelude, []string, error) {
 	a, ok := AgentFor(argv, b.Config.DefaultAgent)
 	auth, dropped := agentAuthEnv(a, ok, b.Config, os.LookupEnv, authHeldByBroker)
 	for _, d := range dropped {
 		b.req.notice("not passed into the box: " + d)
 	}
 	if b.Agents.State == "" {
-		return argv, auth, nil
+		return vm.Prelude{}, auth, nil
 	}
 	if err := b.ensureSessionAgent(ctx, argv); err != nil {
-		return nil, nil, err
+		return vm.Prelude{}, nil, err
 	}
 	if b.Config.AgentState == AgentStateShared { // the host's directories are mounted instead
-		wrapped, err := agentArgv(argv, vm.AgentSharedGuest, agents.Catalogue())
-		return wrapped, auth, err
+		p, err := agentLinks(vm.AgentSharedGuest, agents.Catalogue())
+		return p, auth, err
 	}
 	var linked []agents.Agent
 	for _, c := range agents.Catalogue() {
@@ -67,13 +68,13 @@ func (b *Box) agentSession(ctx context.Context, argv []string) ([]string, []stri
 		}
 		skipped, err := PrepareAgentState(b.Manager.Home, b.Name, c, mode, b.hostHome())
 		if err != nil {
-			return nil, nil, hint.With(err, "'git corral agents logout "+c.Name+"' empties that agent's state in this box")
+			return vm.Prelude{}, nil, hint.With(err, "'git corral agents logout "+c.Name+"' empties that agent's state in this box")
 		}
 		for _, s := range skipped {
 			b.req.notice("agent_state = \"seeded\": " + s + " is not a regular file or directory; not copied into the box")
 		}
 		linked = append(linked, c)
 	}
-	wrapped, err := agentArgv(argv, vm.AgentStateGuest, linked)
-	return wrapped, auth, err
+	p, err := agentLinks(vm.AgentStateGuest, linked)
+	return p, auth, err
 }

@@ -56,13 +56,18 @@ type Guard struct {
 	snap   *gitshadow.Snapshot
 	cancel context.CancelFunc
 	done   chan error
+	// written waits for the session base's files, written while the session runs
+	// (diff.RecordStart); baseErr is its error once End has waited.
+	written func() error
+	baseErr error
 }
 
 // WatchDelay is how long a session runs before the watcher starts (see Begin).
 var WatchDelay = 250 * time.Millisecond
 
 // Begin verifies the box's snapshot (restoring what changed since), starts the watcher and
-// records the session base.
+// records the session base: the tree's state is read before Begin returns, its files are
+// written while the session runs (End waits for them; BaseError says how it went).
 func Begin(ctx context.Context, o Options) (*Guard, error) {
 	g := &Guard{}
 	if o.Protect {
@@ -94,7 +99,7 @@ func Begin(ctx context.Context, o Options) (*Guard, error) {
 			g.done <- gitshadow.Watch(wctx, snap, o.OnChange)
 		}()
 	}
-	rec, err := diff.Record(ctx, o.Project, o.Box, diff.BaseOptions{Home: o.Home.Dir})
+	rec, written, err := diff.RecordStart(ctx, o.Project, o.Box, diff.BaseOptions{Home: o.Home.Dir})
 	if err != nil {
 		g.stopWatch()
 		return nil, err
@@ -102,9 +107,13 @@ func Begin(ctx context.Context, o Options) (*Guard, error) {
 	if rec.Notice != "" && o.Notice != nil {
 		o.Notice(rec.Notice)
 	}
-	g.Base = rec.Path
+	g.Base, g.written = rec.Path, written
 	return g, nil
 }
+
+// BaseError is the error of writing the session base's files, known once End returned: the
+// base Base names is then missing, and 'git corral diff' compares against the one before.
+func (g *Guard) BaseError() error { return g.baseErr }
 
 func (g *Guard) stopWatch() error {
 	if g.cancel == nil {
@@ -116,8 +125,12 @@ func (g *Guard) stopWatch() error {
 	return err
 }
 
-// End stops the watcher and verifies everything once more, reporting each change to onChange.
+// End stops the watcher and verifies everything once more, reporting each change to onChange;
+// it returns once the session base is written too.
 func (g *Guard) End(ctx context.Context, onChange func(gitshadow.Change)) error {
+	if g.written != nil {
+		g.baseErr, g.written = g.written(), nil
+	}
 	if g.snap == nil {
 		return nil
 	}

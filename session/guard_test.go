@@ -147,3 +147,24 @@ func TestWatcherRestoresWhileTheSessionRuns(t *testing.T) {
 		t.Fatalf("a short session's change was not restored and reported at End:\n%s", got)
 	}
 }
+
+// TestEndWaitsForTheSessionBase: the base Begin names (written while the session runs) is on
+// disk once End returns, with and without git metadata protection, and BaseError is nil. A
+// write that fails is diff's TestRecordStartReadsBeforeWriting.
+func TestEndWaitsForTheSessionBase(t *testing.T) {
+	p := gitRepo(t)
+	h := snapshotBeforeBoot(t, p)
+	ctx := context.Background()
+	for _, protect := range []bool{true, false} {
+		g, err := Begin(ctx, Options{Project: p, Home: h, Box: p.Box, Protect: protect, OnChange: func(gitshadow.Change) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.End(ctx, func(gitshadow.Change) {}); err != nil || g.BaseError() != nil {
+			t.Fatalf("protect %v: End %v, BaseError %v", protect, err, g.BaseError())
+		}
+		if _, err := os.Stat(g.Base); err != nil {
+			t.Errorf("protect %v: the session base after End: %v", protect, err)
+		}
+	}
+}

@@ -42,10 +42,7 @@ func GitIdentity(ctx context.Context, mode, dir string) (vars map[string]string,
 	case "corral":
 		name, email = CorralName, CorralEmail
 	case "host":
-		if name, err = hostGitConfig(ctx, dir, "user.name"); err != nil {
-			return nil, false, nil, err
-		}
-		if email, err = hostGitConfig(ctx, dir, "user.email"); err != nil {
+		if name, email, err = hostIdentity(ctx, dir); err != nil {
 			return nil, false, nil, err
 		}
 		host = true
@@ -68,27 +65,74 @@ func GitIdentity(ctx context.Context, mode, dir string) (vars map[string]string,
 	return vars, host, missing, nil
 }
 
-// hostGitConfig is `git config --get key` in dir on the host ("" when unset): one line, no
-// control characters. Without a checkout (clone mode: the host has no working tree of the
-// code) only the user's global configuration is read.
-func hostGitConfig(ctx context.Context, dir, key string) (string, error) {
-	args := []string{"config", "--get", key}
+// identityRead is one GitIdentity call run in the background: Open starts it as soon as the
+// configuration is loaded (its git process overlaps the rest of Open) and waits for it before
+// any boot; the session's environment takes its result instead of asking git again.
+type identityRead struct {
+	mode, dir string
+	done      chan struct{}
+	vars      map[string]string
+	host      bool
+	missing   []string
+	err       error
+}
+
+// readIdentity starts GitIdentity(ctx, mode, dir).
+func readIdentity(ctx context.Context, mode, dir string) *identityRead {
+	r := &identityRead{mode: mode, dir: dir, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.vars, r.host, r.missing, r.err = GitIdentity(ctx, mode, dir)
+	}()
+	return r
+}
+
+// result waits for the read and returns what GitIdentity returned.
+func (r *identityRead) result() (map[string]string, bool, []string, error) {
+	<-r.done
+	return r.vars, r.host, r.missing, r.err
+}
+
+// gitIdentity is GitIdentity for b's session: what Open read, when it read it for the same
+// mode and directory, else a new read.
+func (b *Box) gitIdentity(ctx context.Context) (map[string]string, bool, []string, error) {
+	if r := b.identity; r != nil && r.mode == b.Config.GitIdentity && r.dir == b.hostDir() {
+		return r.result()
+	}
+	return GitIdentity(ctx, b.Config.GitIdentity, b.hostDir())
+}
+
+// hostIdentity is the host's user.name and user.email as `git config --get` gives each in dir
+// ("" when unset: the last value of each, includes and the global file counted), read with
+// one git process (one is tens of milliseconds on the path of every command): each value one
+// line, no control characters. Without a checkout (clone mode: the host has no working tree
+// of the code) only the user's global configuration is read.
+func hostIdentity(ctx context.Context, dir string) (name, email string, err error) {
+	args := []string{"config", "-z", "--get-regexp", `^user\.(name|email)$`}
 	if dir == "" {
-		args = []string{"config", "--global", "--get", key}
+		args = []string{"config", "--global", "-z", "--get-regexp", `^user\.(name|email)$`}
 	}
 	out, err := gitcli.Git{Dir: dir}.Output(ctx, args...)
 	var ge *gitcli.Error
 	if errors.As(err, &ge) && ge.ExitCode == 1 {
-		return "", nil // unset
+		return "", "", nil // neither is set
 	}
 	if err != nil {
-		return "", fmt.Errorf("git_identity = \"host\": read the host's %s: %w", key, err)
+		return "", "", fmt.Errorf("git_identity = \"host\": read the host's user.name and user.email: %w", err)
 	}
-	v := strings.TrimRight(string(out), "\n")
-	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", fmt.Errorf("git_identity = \"host\": the host's %s %q has control characters", key, v)
+	for _, e := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		key, v, _ := strings.Cut(e, "\n") // -z: KEY, a newline, the value
+		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return "", "", fmt.Errorf("git_identity = \"host\": the host's %s %q has control characters", key, v)
+		}
+		switch key {
+		case "user.name":
+			name = v
+		case "user.email":
+			email = v
+		}
 	}
-	return v, nil
+	return name, email, nil
 }
 
 // hostDir is where the host's git is asked for git_identity: the checkout, or "" in clone

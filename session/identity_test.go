@@ -51,10 +51,13 @@ func TestGitIdentity(t *testing.T) {
 			want: map[string]string{"GIT_AUTHOR_NAME": "Only Name", "GIT_COMMITTER_NAME": "Only Name"}},
 		{mode: "host", global: "", host: true, missing: "user.email,user.name", want: map[string]string{}},
 		{mode: "host", global: "[user]\n\tname = Evil\x1b[31m\n\temail = e@x\n", err: "control characters"},
+		{mode: "host", global: "[user]\n\tname = \"Two\\nLines\"\n\temail = e@x\n", err: "user.name \"Two\\nLines\" has control characters"},
+		{mode: "host", global: "[user]\n\tname = First\n\tname = Last\n\temail = e@x\n", host: true,
+			want: map[string]string{"GIT_AUTHOR_NAME": "Last", "GIT_COMMITTER_NAME": "Last", "GIT_AUTHOR_EMAIL": "e@x", "GIT_COMMITTER_EMAIL": "e@x"}},
 		{mode: "loose", global: both, err: `"loose" is not host, corral or none`},
 	}
 	for _, c := range cases {
-		t.Run(c.mode+"/"+strings.ReplaceAll(c.missing, ",", "+")+c.err, func(t *testing.T) {
+		t.Run(c.mode+"/"+strings.ReplaceAll(c.missing, ",", "+")+c.err+c.want["GIT_AUTHOR_NAME"], func(t *testing.T) {
 			repo := hermeticIdentity(t, c.global)
 			vars, host, missing, err := GitIdentity(context.Background(), c.mode, repo)
 			if c.err != "" {
@@ -90,6 +93,27 @@ func TestGitIdentityInSessionEnv(t *testing.T) {
 		if c.author != "" && !strings.Contains(strings.Join(names, ","), "GIT_COMMITTER_EMAIL") {
 			t.Errorf("%s: audited names %v lack the identity variables", c.mode, names)
 		}
+	}
+}
+
+// TestGitIdentityReadOnce: the session's environment takes the identity Open read (one git
+// process per command, not one per use): after the host's configuration changed, the box's
+// read still gives what was read; for another mode or directory it reads again (the control).
+func TestGitIdentityReadOnce(t *testing.T) {
+	repo := hermeticIdentity(t, "[user]\n\tname = Read Once\n\temail = once@example.invalid\n")
+	cfg := policy.Default()
+	cfg.GitIdentity = "host"
+	b := &Box{Config: cfg, Dir: repo, Project: &project.Project{TopLevel: repo}, identity: readIdentity(context.Background(), "host", repo)}
+	if _, _, _, err := b.identity.result(); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(os.Getenv("GIT_CONFIG_GLOBAL"), []byte("[user]\n\tname = Changed\n"), 0o600))
+	if vars, _, _, err := b.gitIdentity(context.Background()); err != nil || vars["GIT_AUTHOR_NAME"] != "Read Once" {
+		t.Errorf("session identity %v, %v; want the one Open read", vars, err)
+	}
+	b.identity = readIdentity(context.Background(), "corral", repo)
+	if vars, _, _, err := b.gitIdentity(context.Background()); err != nil || vars["GIT_AUTHOR_NAME"] != "Changed" {
+		t.Errorf("a read for another mode: %v, %v; want the host's git asked again", vars, err)
 	}
 }
 

@@ -47,13 +47,14 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
+	id := readIdentity(ctx, cfg.GitIdentity, p.TopLevel) // its git process overlaps what follows
 	if err := checkImage(ctx, h, req, policy.LoadOptions{Home: h, TopLevel: p.TopLevel, Box: p.Box}, cfg); err != nil {
 		return nil, err
 	}
 	if err := renameBox(h, p, cfg, &pf); err != nil { // name, image: lifecycle.go
 		return nil, err
 	}
-	if _, _, _, err := GitIdentity(ctx, cfg.GitIdentity, p.TopLevel); err != nil { // before any boot
+	if _, _, _, err := id.result(); err != nil { // before any boot
 		return nil, err
 	}
 	// What the box may mount of the host, refused before anything is recorded, looked for or
@@ -75,7 +76,7 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Box{Manager: m, Name: p.Box, Dir: p.TopLevel, Project: p, req: req, prefetch: pf}
+	b := &Box{Manager: m, Name: p.Box, Dir: p.TopLevel, Project: p, req: req, prefetch: pf, identity: id}
 	meta, _ := m.ReadMeta(p.Box)
 	if b.Config, err = NetworkFor(req, p.Box, meta, cfg); err != nil {
 		return nil, err

@@ -98,7 +98,7 @@ func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []strin
 		b.req.notice("not passed into the box: " + d)
 	}
 	hostValues = len(e.Values) > 0
-	id, idHost, missing, err := GitIdentity(context.TODO(), b.Config.GitIdentity, b.hostDir())
+	id, idHost, missing, err := b.gitIdentity(context.TODO())
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -80,6 +80,8 @@ type Box struct {
 
 	req      Request
 	prefetch *guardPrefetch
+	// identity is git_identity as Open read it (identity.go); nil: read when needed.
+	identity *identityRead
 	// guardSocket is the guard daemon's socket in the guest; "" is provision.GuardSocketPath
 	// (tests point it at a stand-in daemon).
 	guardSocket string

@@ -43,7 +43,7 @@ func (b *Box) Run(ctx context.Context, argv []string, st Streams, timeout time.D
 	if err != nil {
 		return err
 	}
-	runArgv, agentAuth, err := b.agentSession(ctx, argv) // agentbox.go
+	prelude, agentAuth, err := b.agentSession(ctx, argv) // agentbox.go
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (b *Box) Run(ctx context.Context, argv []string, st Streams, timeout time.D
 	guarded := b.Config.Network != "full" || len(b.Bundle.Scripts) > 0
 	inbandOK := envErr == nil && guarded && !hostValues && !tty && !b.Config.SSHAgent
 	opts := vm.SessionOptions{
-		Argv: runArgv, Dir: b.Dir, Env: vars, TTY: tty, Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Timeout: timeout,
+		Argv: argv, Dir: b.Dir, Prelude: prelude, Env: vars, TTY: tty, Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Timeout: timeout,
 	}
 	// A session that carries nothing from the host but its command line (no host values, no
 	// terminal, no agent) is opened as soon as the connection is: its shell starts while the
@@ -153,6 +153,9 @@ func (b *Box) Run(ctx context.Context, argv []string, st Streams, timeout time.D
 	done()
 	if endErr != nil {
 		return hint.With(endErr, hintRepair)
+	}
+	if err := g.BaseError(); err != nil {
+		return hint.With(fmt.Errorf("record the session base: %w", err), "free space for $CORRAL_HOME/sessions; until a base is written, 'git corral diff' compares against the one before")
 	}
 	if g.Base != "" && b.req.terminal(st.Stderr) {
 		fmt.Fprintf(st.Stderr, "corral: session base %s: 'git corral diff' shows what the box changed in files the host executes\n", g.Base)

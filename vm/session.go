@@ -67,6 +67,9 @@ type SessionOptions struct {
 	// session starts at once, the command runs only after Gate.Open, and Run returns
 	// ErrGateRefused after Gate.Refuse. Not with TTY, InbandGuard or AgentSocket.
 	Gate *Gate
+	// Prelude, when its Script is set, runs in the session's own shell after the cd to Dir and
+	// before the command (prelude.go).
+	Prelude Prelude
 }
 
 // ExitStatus is returned as the error of a session whose guest command exited non-zero, so the
@@ -283,7 +286,7 @@ func (c *Client) Output(ctx context.Context, argv []string) ([]byte, int, error)
 // goroutine until its next read returns, and that input is lost: run at most one session
 // with the terminal as Stdin per process, after any Output calls.
 func (c *Client) Run(ctx context.Context, opts SessionOptions) (int, error) {
-	cmd, err := remoteCommand(opts.Argv, opts.Dir)
+	cmd, err := remoteCommand(opts.Argv, opts.Dir, opts.Prelude)
 	if err != nil {
 		return ExitSessionFailure, err
 	}
@@ -518,9 +521,9 @@ func setenv(sess *ssh.Session, env map[string]string) error {
 }
 
 // remoteCommand builds the one command string sent to the guest: every argument quoted by
-// shellQuote, after "cd DIR &&" when dir is set, with exec before a command that is not a
-// shell builtin; no argv runs the login shell.
-func remoteCommand(argv []string, dir string) (string, error) {
+// shellQuote, after "cd DIR &&" when dir is set and the prelude's block when it has a script,
+// with exec before a command that is not a shell builtin; no argv runs the login shell.
+func remoteCommand(argv []string, dir string, pre Prelude) (string, error) {
 	for i, a := range argv {
 		if strings.ContainsRune(a, 0) {
 			return "", fmt.Errorf("run in box: argument %d contains a NUL byte", i)
@@ -532,6 +535,13 @@ func remoteCommand(argv []string, dir string) (string, error) {
 			return "", fmt.Errorf("run in box: working directory %q is not an absolute path", dir)
 		}
 		b.WriteString("cd " + shellQuote(dir) + " && ")
+	}
+	if pre.Script != "" {
+		text, err := pre.text()
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(text + " && ")
 	}
 	if len(argv) == 0 {
 		b.WriteString(`exec "$SHELL" -l`)

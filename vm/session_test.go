@@ -225,7 +225,7 @@ func TestShellQuote(t *testing.T) {
 	dir := t.TempDir()
 	canary := filepath.Join(dir, "canary")
 	args := hostile(canary)
-	cmd, err := remoteCommand(append([]string{"printf", `%s\0`}, args...), "")
+	cmd, err := remoteCommand(append([]string{"printf", `%s\0`}, args...), "", Prelude{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestRemoteCommand(t *testing.T) {
 		{[]string{"echo", "a\x00b"}, "", "", "argument 1 contains a NUL byte"},
 	}
 	for _, c := range cases {
-		got, err := remoteCommand(c.argv, c.dir)
+		got, err := remoteCommand(c.argv, c.dir, Prelude{})
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("remoteCommand(%q, %q) = %q, %v; want error %q", c.argv, c.dir, got, err, c.err)
