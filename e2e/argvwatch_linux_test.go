@@ -51,6 +51,7 @@ type argvWatch struct {
 	sched          string                // the reader thread's scheduling, for the log
 	gone           map[int]time.Duration // pid → exec time (monotonic) of a process gone before its read
 	missed         []string              // processes gone before their read that lived argvShortest or more
+	unread         map[string]string     // a read that found nothing: why, and what the process was
 	err            error
 }
 
@@ -70,7 +71,7 @@ const (
 func watchArgv(t *testing.T, secret string) *argvWatch {
 	t.Helper()
 	w := &argvWatch{secret: secret, marker: "argv-watch-control-" + randomSecret(t), done: make(chan struct{}),
-		quit: make(chan struct{}), leaks: map[string]bool{}, gone: map[int]time.Duration{},
+		quit: make(chan struct{}), leaks: map[string]bool{}, unread: map[string]string{}, gone: map[int]time.Duration{},
 		reading: map[int]time.Duration{}, exits: map[int]time.Duration{}, todo: make(chan execEvent, 4096), fd: -1}
 	if err := w.listen(); err != nil {
 		// Not root: pass after pass over /proc instead, and stop says whether they were fast
@@ -265,7 +266,7 @@ func (w *argvWatch) readExec(pid int, ts time.Duration) {
 // enough to be seen. The caller holds mu.
 func (w *argvWatch) judge(pid int, lived time.Duration) {
 	if lived >= argvShortest {
-		w.missed = append(w.missed, fmt.Sprintf("pid %d (lived %v)", pid, lived))
+		w.missed = append(w.missed, fmt.Sprintf("pid %d (lived %v; read: %s)", pid, lived, w.unread["/proc/"+strconv.Itoa(pid)+"/cmdline"]))
 	}
 }
 
@@ -273,6 +274,10 @@ func (w *argvWatch) judge(pid int, lived time.Duration) {
 func (w *argvWatch) check(p string, at time.Time) bool {
 	b, err := os.ReadFile(p)
 	took := time.Since(at)
+	why := ""
+	if err != nil || len(b) == 0 {
+		why = unreadWhy(p, err) // read before the lock: /proc reads of a starting process can wait
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.execs++
@@ -280,7 +285,10 @@ func (w *argvWatch) check(p string, at time.Time) bool {
 		w.worst = took
 	}
 	if err != nil || len(b) == 0 {
-		return false // gone, or a zombie (whose command line reads empty)
+		// gone, or a zombie (whose command line reads empty); what the process was, for the
+		// message should it turn out to have lived long enough to count
+		w.unread[p] = why
+		return false
 	}
 	s := string(b)
 	if strings.Contains(s, w.marker) {
@@ -290,6 +298,30 @@ func (w *argvWatch) check(p string, at time.Time) bool {
 		w.leaks[p+": "+strings.ReplaceAll(s, "\x00", " ")] = true
 	}
 	return true
+}
+
+// unreadWhy says why a command line read nothing, and what the process was then: its name, state,
+// thread count and parent from /proc/PID/status, and its executable.
+func unreadWhy(cmdline string, err error) string {
+	dir := strings.TrimSuffix(cmdline, "/cmdline")
+	why := "empty"
+	if err != nil {
+		why = err.Error()
+	}
+	var f []string
+	if b, err := os.ReadFile(dir + "/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"Name:", "State:", "Threads:", "PPid:", "NSpid:"} {
+				if strings.HasPrefix(l, k) {
+					f = append(f, strings.Join(strings.Fields(l), " "))
+				}
+			}
+		}
+	}
+	if exe, err := os.Readlink(dir + "/exe"); err == nil {
+		f = append(f, "exe "+exe)
+	}
+	return why + "; " + strings.Join(f, ", ")
 }
 
 // poll is run without the connector: passes over /proc until quit. A process is seen when it
