@@ -52,9 +52,10 @@ test:
 unit:
 	$(GO) test $(GOTESTFLAGS) ./...
 
-# e2e boots real boxes (one per scenario group, one after another) as an unprivileged user.
+# e2e boots real boxes as an unprivileged user, CORRAL_E2E_JOBS scenario groups at a time (2).
+CORRAL_E2E_JOBS ?= 2
 e2e:
-	CORRAL_E2E=1 $(GO) test -count=1 -timeout 60m -v ./e2e/
+	CORRAL_E2E=1 CORRAL_E2E_JOBS=$(CORRAL_E2E_JOBS) $(GO) test -count=1 -timeout 60m -parallel $(CORRAL_E2E_JOBS) -v ./e2e/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi

@@ -59,6 +59,7 @@ func hashDir(t *testing.T, dir string) string {
 // logout`; an offline box runs the installed agent without any network and does not see the
 // first box's state. The host's own ~/.claude is byte-identical before and after.
 func TestAgents(t *testing.T) {
+	group(t)
 	claude, err := agents.Lookup("claude")
 	if err != nil {
 		t.Fatal(err)
@@ -94,8 +95,7 @@ func TestAgents(t *testing.T) {
 	writeProjectConfig(t, box, "network = \"broker\"\ndefault_agent = \"claude --version\"\nagent_state = \"isolated\"\n")
 	// Every host process from here on is watched for the key on its argv.
 	scan := watchArgv(t, agentsFakeKey)
-	suite.env = []string{"ANTHROPIC_API_KEY=" + agentsFakeKey, "OPENAI_API_KEY=sk-openai-not-for-a-claude-session"}
-	t.Cleanup(func() { suite.env = nil })
+	setGroupEnv(t, "ANTHROPIC_API_KEY="+agentsFakeKey, "OPENAI_API_KEY=sk-openai-not-for-a-claude-session")
 	stateFile := filepath.Join(suite.home, "agents", "state", box, "claude", ".claude", "corral-e2e-state")
 
 	t.Run("start runs default_agent from the store: the pinned claude", func(t *testing.T) {

@@ -53,6 +53,7 @@ type argvWatch struct {
 	missed         []string              // processes gone before their read that lived argvShortest or more
 	unread         map[string]string     // a read that found nothing: why, and what the process was
 	err            error
+	release        func() // lets the other groups' commands run again (parallel_test.go)
 }
 
 // Process events connector constants (linux/connector.h, linux/cn_proc.h).
@@ -70,7 +71,8 @@ const (
 // watchArgv starts watching for secret and runs the control process.
 func watchArgv(t *testing.T, secret string) *argvWatch {
 	t.Helper()
-	w := &argvWatch{secret: secret, marker: "argv-watch-control-" + randomSecret(t), done: make(chan struct{}),
+	release := suiteGate.exclusive(t)
+	w := &argvWatch{release: release, secret: secret, marker: "argv-watch-control-" + randomSecret(t), done: make(chan struct{}),
 		quit: make(chan struct{}), leaks: map[string]bool{}, unread: map[string]string{}, gone: map[int]time.Duration{},
 		reading: map[int]time.Duration{}, exits: map[int]time.Duration{}, todo: make(chan execEvent, 4096), fd: -1}
 	if err := w.listen(); err != nil {
@@ -359,6 +361,7 @@ func (w *argvWatch) pass() {
 // the watch could have missed one.
 func (w *argvWatch) stop(t *testing.T) []string {
 	t.Helper()
+	defer w.release()
 	w.pass()
 	close(w.quit)
 	<-w.done

@@ -47,6 +47,7 @@ func sh(t *testing.T, script string, env ...string) result {
 // the host never has a work tree and the .env never reaches the box. Then that box is deleted
 // and a second one shows source = "clone" for an existing checkout in broker mode.
 func TestCloneBox(t *testing.T) {
+	group(t)
 	base := cloneCase(t, "clonebox")
 	src, dest := filepath.Join(base, "src"), filepath.Join(base, "dest")
 	sh(t, "git init -q -b main "+base+"/subrepo && cd "+base+"/subrepo && echo from-the-submodule > SUBFILE && git add SUBFILE && git commit -qm sub")
@@ -198,6 +199,7 @@ func cloneSourceBroker(t *testing.T, base, firstBox string, daemonPort int) {
 // passes the broker-mode guard check, sessions get the broker's proxy, the host is not reachable
 // directly, and the submodule is skipped by name (broker mode fetches submodules over https).
 func TestCloneBoxBroker(t *testing.T) {
+	group(t)
 	base := cloneCase(t, "clonebroker")
 	src, dest := filepath.Join(base, "src"), filepath.Join(base, "dest")
 	port := gitDaemon(t, base)

@@ -54,6 +54,7 @@ func gitAsUser(t *testing.T, dir string, args ...string) result {
 // it again; hooks and config the box plants in .git never reach the host; and git corral diff
 // on the host reports what the box changed in host-executed files.
 func TestGuardsFullMode(t *testing.T) {
+	group(t)
 	dir := newProject(t, "guards")
 	box := boxName(t, dir)
 	cleanupBox(t, box)
@@ -175,7 +176,7 @@ true`, canary)
 		if s.code != 0 || s.stdout != "via-ssh\n" {
 			t.Fatalf("ssh -F <ssh-config> corral-%s echo: exit %d, stdout %q, stderr %q", box, s.code, s.stdout, s.stderr)
 		}
-		a := corral(t, dir, nil, "audit", "--json", "-n", "3")
+		a := corral(t, dir, nil, "audit", "--json", "-n", "3", "--box", box)
 		if !strings.Contains(a.stdout, "(editor connection)") {
 			t.Errorf("the audit log does not record the editor's connection: %s", a.stdout)
 		}
@@ -217,7 +218,7 @@ true`, canary)
 				t.Fatal("the editor's command ran in a box whose guard check failed")
 			}
 		}
-		a := corral(t, dir, nil, "audit", "--json", "-n", "4")
+		a := corral(t, dir, nil, "audit", "--json", "-n", "4", "--box", box)
 		if !strings.Contains(a.stdout, `"guard-failure"`) {
 			t.Errorf("the audit log does not record the refusals: %s", a.stdout)
 		}
@@ -238,6 +239,7 @@ true`, canary)
 // the broker fails connections closed until the next run restarts it; git corral egress shows
 // both decisions.
 func TestBrokerMode(t *testing.T) {
+	group(t)
 	dir := newProject(t, "broker")
 	box := boxName(t, dir)
 	cleanupBox(t, box)

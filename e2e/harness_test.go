@@ -28,7 +28,6 @@ var suite struct {
 	gid    int
 	home   string // CORRAL_HOME for every scenario
 	asRoot bool
-	env    []string // extra host environment of every command asUser runs; a group sets and clears it
 }
 
 // e2eBase holds the suite's CORRAL_HOME; fixed so that a later run can sweep what a killed run
@@ -52,6 +51,11 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	sweep()
+	// The golden bases the groups left (no box uses them now): pruned once every group is
+	// done, as a group's own prune could take a base from under a box another group is making.
+	if out, err := asUser([]string{suite.bin, "golden", "prune"}).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: golden prune: %v: %s\n", err, out)
+	}
 	os.Exit(code)
 }
 
@@ -123,7 +127,7 @@ func asUser(argv []string, env ...string) *exec.Cmd {
 		cmd = exec.Command(argv[0], argv[1:]...)
 	}
 	cmd.Env = append([]string{"HOME=" + suite.home, "CORRAL_HOME=" + suite.home,
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "GIT_CONFIG_NOSYSTEM=1"}, append(suite.env, env...)...)
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "GIT_CONFIG_NOSYSTEM=1"}, env...)
 	return cmd
 }
 
@@ -143,6 +147,10 @@ func corral(t *testing.T, dir string, env []string, args ...string) result {
 
 func runCmd(t *testing.T, cmd *exec.Cmd, label string) result {
 	t.Helper()
+	if cmd.Env != nil { // asUser's: the group's own variables too (no name is in both)
+		cmd.Env = append(append([]string(nil), groupEnv(t)...), cmd.Env...)
+	}
+	defer suiteGate.enter(t)()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -209,7 +217,7 @@ func sweep() {
 		_, _ = limactl("stop", "--force", n)
 		_, _ = limactl("delete", "--force", n)
 	}
-	stopBrokers()
+	stopBrokers("")
 }
 
 // cleanupBox stops and deletes box at the end of the test, whatever happened: through git corral
@@ -221,14 +229,15 @@ func cleanupBox(t *testing.T, box string) {
 		if out, err := limactl("delete", "--force", box); err != nil && !strings.Contains(out, "not exist") {
 			t.Logf("delete %s: %v: %s", box, err, out)
 		}
-		stopBrokers()
+		stopBrokers(box)
 	})
 }
 
 // stopBrokers ends broker children and connection holders this suite's binary started (argv[0]
-// is suite.bin), by PID: a box deleted behind git corral's back leaves its broker running (a
-// holder ends with its box's connection; this only hurries it).
-func stopBrokers() {
+// is suite.bin) for box, or for every box when box is "", by PID: a box deleted behind git
+// corral's back leaves its broker running (a holder ends with its box's connection; this only
+// hurries it). Groups run side by side: one group's cleanup must not end another's broker.
+func stopBrokers(box string) {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -236,7 +245,8 @@ func stopBrokers() {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if len(args) > 3 && args[0] == suite.bin && (strings.Contains(string(b), "\x00broker\x00serve\x00") || strings.Contains(string(b), "\x00connection\x00serve\x00")) {
+		if len(args) > 3 && args[0] == suite.bin && (strings.Contains(string(b), "\x00broker\x00serve\x00") || strings.Contains(string(b), "\x00connection\x00serve\x00")) &&
+			(box == "" || strings.Contains(string(b), "\x00--box\x00"+box+"\x00")) {
 			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
 				_ = syscall.Kill(pid, syscall.SIGTERM)
 			}
@@ -260,6 +270,18 @@ func list(t *testing.T, dir string) []listEntry {
 	var l []listEntry
 	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
 		t.Fatalf("list --json: %v: %s", err, r.stdout)
+	}
+	return l
+}
+
+// listBox is list's entries for box: other groups' boxes run beside it (parallel_test.go).
+func listBox(t *testing.T, dir, box string) []listEntry {
+	t.Helper()
+	var l []listEntry
+	for _, e := range list(t, dir) {
+		if e.Box == box {
+			l = append(l, e)
+		}
 	}
 	return l
 }

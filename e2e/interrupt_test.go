@@ -21,6 +21,7 @@ import (
 //     "creating"; the next run says it removes it, then creates the box cleanly (one instance,
 //     running, its metadata no longer "creating").
 func TestInterruptCreate(t *testing.T) {
+	group(t)
 	for _, c := range []struct {
 		name  string
 		sig   syscall.Signal

@@ -39,6 +39,7 @@ echo done`
 // file under CORRAL_HOME or host argv. Controls: the same upstream, reached directly through
 // the broker with a guessed key, answers 401; the route call without the route is refused.
 func TestKeysAPIBrokers(t *testing.T) {
+	group(t)
 	tail := make([]byte, 12)
 	rand.Read(tail)
 	key := apiKeyMarker + hex.EncodeToString(tail)
@@ -77,8 +78,7 @@ base_url_env = "MYAPI_BASE"
 	writeProjectConfig(t, box, route)
 	// Every host process from here on is watched for the key on its argv.
 	scan := watchArgv(t, key)
-	suite.env = []string{"CORRAL_E2E_API_KEY=" + key}
-	t.Cleanup(func() { suite.env = nil })
+	setGroupEnv(t, "CORRAL_E2E_API_KEY="+key)
 
 	t.Run("the route answers with the host's key", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--yes", "--", "bash", "-c", apiFetch, "fetch", "http://myapi.api.corral/items/7", "myapi.api.corral", "X-Api-Key: box-guess")

@@ -28,6 +28,7 @@ true`
 // restart; a box_dirs directory written in the box stays off the host and keeps its contents
 // across the restart.
 func TestKeysHide(t *testing.T) {
+	group(t)
 	dir := newProject(t, "keys-hide")
 	box := boxName(t, dir)
 	cleanupBox(t, box)

@@ -52,6 +52,7 @@ func commitIdentity(t *testing.T, dir string) string {
 // without it the box is still running right after the run); idle_stop = "20s" stops the box by
 // itself after 20 s without a session, and each stop is in the audit log.
 func TestKeysLifecycle(t *testing.T) {
+	group(t)
 	dir := newProject(t, "lifecycle")
 	box := boxName(t, dir)
 	cleanupBox(t, box)

@@ -56,6 +56,7 @@ func waitHTTP(url, want string, d time.Duration) (string, error) {
 // entry is refused before anything boots, naming the entry; a changed ports entry on the
 // existing box is refused with the fix.
 func TestKeysMountsPorts(t *testing.T) {
+	group(t)
 	dir := newProject(t, "keysmounts")
 	box := boxName(t, dir)
 	cleanupBox(t, box)

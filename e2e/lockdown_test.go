@@ -103,6 +103,7 @@ func lockdownHolds(t *testing.T, dir, mode string, probe *hostProbe) {
 // the VM is killed in the middle of a session, the session fails, and the next run boots the box
 // again with every guard in place and the provision script locked in again.
 func TestOfflineMode(t *testing.T) {
+	group(t)
 	dir := newProject(t, "offline")
 	box := boxName(t, dir)
 	cleanupBox(t, box)

@@ -254,6 +254,7 @@ func provisionProbeSaw(t *testing.T, dir, mode, want string, boots int) {
 // is answered (by the host agent), root's password is locked (why su fails in every box), the
 // pkexec lookup works, and the guest agent probe sees an agent run as root where one is.
 func TestLockdownControls(t *testing.T) {
+	group(t)
 	dir := newProject(t, "controls")
 	box := boxName(t, dir)
 	cleanupBox(t, box)

@@ -14,6 +14,7 @@ import (
 
 // TestRootRefused: limactl refuses root, so git corral does too, with the fix. No box boots.
 func TestRootRefused(t *testing.T) {
+	group(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to show the refusal (CI runs as root)")
 	}
@@ -35,6 +36,7 @@ func TestRootRefused(t *testing.T) {
 // TestBoxLifecycle is the vm group: one box, booted once from nothing, then every session
 // promise on it, then stop, start again, delete.
 func TestBoxLifecycle(t *testing.T) {
+	group(t)
 	dir := newProject(t, "lifecycle")
 	box := boxName(t, dir)
 	cleanupBox(t, box)
@@ -42,8 +44,7 @@ func TestBoxLifecycle(t *testing.T) {
 	// credential helper; every session then needs the token variable on the host.
 	token := randomSecret(t)
 	writeProjectConfig(t, box, lifecycleConfig)
-	suite.env = []string{"CORRAL_E2E_GIT_TOKEN=" + token}
-	t.Cleanup(func() { suite.env = nil })
+	setGroupEnv(t, "CORRAL_E2E_GIT_TOKEN="+token)
 
 	t.Run("no box, no terminal, no --yes: refused", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--", "true")
@@ -79,7 +80,7 @@ func TestBoxLifecycle(t *testing.T) {
 		if strings.TrimSpace(res[0].stdout) == "" || strings.Contains(res[0].stdout, strings.TrimSpace(string(host))+" ") {
 			t.Errorf("uname -a = %q looks like the host's", res[0].stdout)
 		}
-		if l := list(t, dir); len(l) != 1 || l[0].Box != box || l[0].Status != "Running" || l[0].Drift {
+		if l := listBox(t, dir, box); len(l) != 1 || l[0].Box != box || l[0].Status != "Running" || l[0].Drift {
 			t.Errorf("list = %+v, want exactly box %s running without drift", l, box)
 		}
 		t.Logf("TIMING create+boot+run %.1fs", res[0].took.Seconds())
@@ -138,7 +139,7 @@ func TestBoxLifecycle(t *testing.T) {
 		if r := corral(t, dir, nil, "stop"); r.code != 0 {
 			t.Fatalf("stop: exit %d: %s", r.code, r.stderr)
 		}
-		if l := list(t, dir); len(l) != 1 || l[0].Status != "Stopped" {
+		if l := listBox(t, dir, box); len(l) != 1 || l[0].Status != "Stopped" {
 			t.Fatalf("after stop, list = %+v", l)
 		}
 		start := asUser([]string{suite.bin, "-C", dir, "start", "--no-create"})
@@ -155,7 +156,7 @@ func TestBoxLifecycle(t *testing.T) {
 		if r := corral(t, dir, nil, "delete", "--yes"); r.code != 0 {
 			t.Fatalf("delete --yes: exit %d: %s", r.code, r.stderr)
 		}
-		if l := list(t, dir); len(l) != 0 {
+		if l := listBox(t, dir, box); len(l) != 0 {
 			t.Fatalf("after delete, list = %+v", l)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 // on the host; the box cannot plant a hook or core.fsmonitor in the common dir that the host's
 // git then runs, in the main checkout or in the worktree.
 func TestWorktreeBox(t *testing.T) {
+	group(t)
 	base := cloneCase(t, "worktree")
 	main, wt := filepath.Join(base, "main"), filepath.Join(base, "wt-x")
 	sh(t, fmt.Sprintf(`set -e; mkdir %[1]s; cd %[1]s; git init -q -b main .; echo hello >README; git add README

@@ -43,7 +43,9 @@ else
   echo "test-suites: no base image of recipe '$recipe' in $img: the real-box suite cannot run (scripts/setup.sh builds it)" >&2
   rc=1
 fi
-CORRAL_E2E=1 run_suite e2e -count=1 -timeout 80m ./e2e/ || rc=1
+# CORRAL_E2E_JOBS scenario groups run side by side (default 2; e2e/parallel_test.go).
+jobs=${CORRAL_E2E_JOBS:-2}
+CORRAL_E2E=1 CORRAL_E2E_JOBS=$jobs run_suite e2e -count=1 -timeout 80m -parallel "$jobs" ./e2e/ || rc=1
 echo
 echo "== test suites"
 grep '^group ' "$logdir/summary"
