@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// LimaPatchesFile, beside the guest agent under <prefix>/share/lima, holds the sha256 of the
+// patches scripts/build-lima.sh applied to the pinned Lima (scripts/lima-patches/).
+const LimaPatchesFile = "corral-patches.sha256"
+
 // PinnedLimaVersion is the Lima version git corral is built and tested against.
 const PinnedLimaVersion = "1.2.2"
 
@@ -86,6 +90,13 @@ func checkLimactl(ctx context.Context, getenv func(string) string) Check {
 		share := filepath.Join(filepath.Dir(filepath.Dir(p)), "share", "lima", "lima-guestagent.Linux-x86_64")
 		if _, err := os.Stat(share); err != nil {
 			c.Status, c.Detail, c.Fix = CheckFail, "guest agent missing: "+share, "make lima"
+			break
+		}
+		// scripts/build-lima.sh records the patches it applied (scripts/lima-patches/).
+		marker := filepath.Join(filepath.Dir(share), LimaPatchesFile)
+		if _, err := os.Stat(marker); err != nil {
+			c.Status, c.Fix = CheckWarn, "make lima"
+			c.Detail += ": built without git corral's patches (" + marker + " missing): its host agent checks a booting box every 10 s, so each box start is ready up to 10 s late"
 		}
 	}
 	return c
