@@ -45,7 +45,7 @@ declare -A CMD=(
   [sandbox]="bash bench/sandbox-bench.sh \${SANDBOX_RUNS:-40}"
   [broker]="bash bench/broker.sh"
   [diff]="RUNS=\${DIFF_RUNS:-10} bash bench/diff/run.sh \$BENCH_WORK/diff"
-  [gitshadow]="(in this script) sh gitshadow/testdata/many.sh -i 1000; hyperfine shadow --json (20 runs) and git submodule status (\${SUBMODULE_RUNS:-3} runs)"
+  [gitshadow]="(in this script) sh gitshadow/testdata/many.sh -i 1000; hyperfine shadow --json (20 runs) and git submodule status (\${SUBMODULE_RUNS:-1} runs)"
   [vm-session]="sh bench/vm-session.sh 7 10"
   [clone-host]="CORRAL_BENCH=1 go test -count=1 -run TestMeasureClone50MB -v ./clone"
   [warm]="bash bench/warm-run.sh"
@@ -164,8 +164,8 @@ run_gitshadow() {
   go build -o "$BENCH_WORK/git-corral" ./cmd/git-corral
   (cd "$fx/top" && HOME=$BENCH_WORK CORRAL_HOME=$BENCH_WORK/corral GIT_CONFIG_NOSYSTEM=1 \
     hyperfine -N -w 2 -r 20 --export-json "$BENCH_WORK/shadow.json" -n "git corral shadow --json" "$BENCH_WORK/git-corral shadow --json" &&
-    GIT_CONFIG_NOSYSTEM=1 hyperfine -N -w 0 -r "${SUBMODULE_RUNS:-3}" --export-json "$BENCH_WORK/sub.json" -n "git submodule status" "git submodule status")
-  python3 - "$BENCH_WORK/shadow.json" "$BENCH_WORK/sub.json" "${SUBMODULE_RUNS:-3}" <<'PY'
+    GIT_CONFIG_NOSYSTEM=1 hyperfine -N -w 0 -r "${SUBMODULE_RUNS:-1}" --export-json "$BENCH_WORK/sub.json" -n "git submodule status" "git submodule status")
+  python3 - "$BENCH_WORK/shadow.json" "$BENCH_WORK/sub.json" "${SUBMODULE_RUNS:-1}" <<'PY'
 import json, sys
 a, b = (json.load(open(f))["results"][0] for f in sys.argv[1:3])
 print("\t".join(["bench-row", "gitshadow", "git corral shadow --json, 1,000 initialised submodules", "git corral shadow --json",
