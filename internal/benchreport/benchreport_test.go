@@ -50,7 +50,7 @@ func TestRender(t *testing.T) {
 	out := Render(l, "bench/results/bench-20261205T1630Z.log")
 	for _, want := range []string{
 		"| sandbox | git corral sandbox -- true | bare bubblewrap | 54.3 ms | 33.8 ms | 1.61× (+20.5 ms) | ≤ baseline + 30 ms: met | 40 | 8.58 → 9.30 |",
-		"| warm | git corral run -- true | ssh -F ssh.config true | 190 ms | 150 ms | 1.22× (median of the rounds' ratios) (+40.0 ms) | ≤ 1.25×: met | 15 rounds | 9.30 → 4.00 |",
+		"| warm | git corral run -- true | ssh -F ssh.config true | 190 ms | 150 ms | 1.22× (+40 ms; median of the rounds' ratios) | ≤ 1.25×: met | 15 rounds | 9.30 → 4.00 |",
 		"| golden | from scratch | boot | 42.5 |",
 		"| golden | **failed** (exit 1); its output is in the log |",
 		"| clone-box | not run: --no-box: it boots boxes |",
@@ -60,6 +60,12 @@ func TestRender(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered section lacks\n%s\nin:\n%s", want, out)
 		}
+	}
+	if got := ratio(Row{Median: 323, BaseMedian: 98112, Ratio: 323.0 / 98112, MedianText: "323", BaseText: "98112", Unit: "ms"}); got != "0.0033× (-97789 ms)" {
+		t.Errorf("ratio of a figure 300 times below its baseline = %q, want 0.0033× (-97789 ms)", got)
+	}
+	if got := ratio(Row{Median: 1.050, BaseMedian: 0.177, Ratio: 1.050 / 0.177, MedianText: "1.050", BaseText: "0.177", Unit: "ms"}); got != "5.93× (+0.873 ms)" {
+		t.Errorf("ratio of 1.050 ms to 0.177 ms = %q, want the difference to the medians' 3 decimals: 5.93× (+0.873 ms)", got)
 	}
 	// Not met: the same row 40 ms over bubblewrap.
 	r := l.Benches[0].Rows[0]

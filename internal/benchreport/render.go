@@ -21,9 +21,8 @@ func Render(l *Log, logPath string) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("%s\n", BeginMarker)
 	w("<!-- Written by `make bench` (scripts/bench.sh, internal/benchreport) from %s; do not edit by hand. -->\n\n", logPath)
-	w("All from one run of `make bench`, whose whole output is [%s](../%s): every figure beside its\n", logPath, logPath)
-	w("baseline measured in the same run, with the 1-minute load average at the start and end of\n")
-	w("its benchmark.\n\n")
+	w("All from one run of `make bench` (the command below), whose whole output is\n[%s](../%s): every figure beside its baseline measured in the\n", logPath, logPath)
+	w("same run, with the 1-minute load average at the start and end of its benchmark.\n\n")
 	w("| run | |\n|---|---|\n")
 	w("| date | %s |\n", cell(l.Header["date"]))
 	w("| commit | `%s` |\n", cell(l.Header["commit"]))
@@ -51,14 +50,31 @@ func renderRows(b *strings.Builder, l *Log) {
 }
 
 func ratio(r Row) string {
-	s := strconv.FormatFloat(r.Ratio, 'f', 2, 64) + "×"
-	if r.RatioGiven {
-		s += " (median of the rounds' ratios)"
-	}
+	var notes []string
 	if r.Unit == "ms" || r.Unit == "s" || r.Unit == "MiB" {
-		s += fmt.Sprintf(" (%+.1f %s)", r.Median-r.BaseMedian, r.Unit)
+		// The difference to as many decimals as the more precise of the two medians.
+		d := max(decimals(r.MedianText), decimals(r.BaseText))
+		notes = append(notes, fmt.Sprintf("%+.*f %s", d, r.Median-r.BaseMedian, r.Unit))
+	}
+	if r.RatioGiven {
+		notes = append(notes, "median of the rounds' ratios")
+	}
+	s := strconv.FormatFloat(r.Ratio, 'f', 2, 64) + "×"
+	if r.Ratio != 0 && r.Ratio < 0.01 {
+		s = strconv.FormatFloat(r.Ratio, 'g', 2, 64) + "×" // 0.0033×, not 0.00×
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return s
+}
+
+// decimals is how many digits a number as printed has after its point.
+func decimals(num string) int {
+	if i := strings.IndexByte(num, '.'); i >= 0 {
+		return len(num) - i - 1
+	}
+	return 0
 }
 
 func target(r Row) string {
