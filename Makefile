@@ -9,6 +9,9 @@
 #   make man       render docs/man/git-corral.1 from its Markdown source
 #   make lima      build the pinned limactl + guest agent into $(LIMA_PREFIX)
 #   make fuzz      every fuzz target for $(FUZZTIME) each (default 20s), one worker
+#   make bench     every benchmark docs/BENCHMARKS.md quotes, beside its baseline, into
+#                  bench/results/ and that doc's generated section (BENCH=a,b for a subset;
+#                  BENCHFLAGS=--no-box to boot no box; see scripts/bench.sh --help)
 
 PREFIX      ?= /usr/local
 LIMA_PREFIX ?= /usr/local/lib/git-corral/lima
@@ -71,6 +74,12 @@ fuzz:
 
 lima:
 	PREFIX=$(LIMA_PREFIX) bash scripts/build-lima.sh
+
+# bench writes bench/results/bench-<UTC time>.log and rewrites docs/BENCHMARKS.md's generated
+# section from it (internal/benchreport); commit both.
+.PHONY: bench
+bench:
+	@bash scripts/bench.sh $(BENCHFLAGS)
 
 clean:
 	rm -rf bin

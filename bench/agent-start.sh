@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/agent-start.sh — the agent figures of docs/BENCHMARKS.md "## agents" that need a box
+# bench/agent-start.sh — the agent figures of docs/benchmarks-history.md "## agents" that need a box
 # (issue 23), side by side in one run, as root; git corral runs as the unprivileged user
 # $CORRAL_USER (limactl refuses root):
 #   1. on a box that already exists and runs, `git corral start` with default_agent =

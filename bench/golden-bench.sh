@@ -23,6 +23,8 @@ H=$W/home
 P=$W/projects/bench
 BIN=$W/bin/git-corral
 LC=${LIMACTL:-/usr/local/lib/git-corral/lima/bin/limactl}
+# shellcheck source=bench/result.sh
+. "$REPO/bench/result.sh"
 
 rm -rf "$W"
 mkdir -p "$W/bin" "$H" "$P"
@@ -55,18 +57,29 @@ BOX=$(gc info --json | sed -n 's/.*"box": *"\([^"]*\)".*/\1/p' | head -1)
 INST=$H/lima/$BOX
 
 # t LABEL ARGS...: run git corral ARGS, print LABEL, wall seconds, QEMU CPU seconds of the box,
-# instance dir and diffdisk sizes (MB, allocated), then delete the box.
+# instance dir and diffdisk sizes (MB, allocated), then delete the box. The wall time goes to
+# $W/walls (label, tab, seconds) for the bench-row lines at the end, and PHASES=KEY prints the
+# box's phases from git corral's progress lines as bench-phase lines (bench/result.sh).
 t() {
-  local label=$1 s e cpu
+  local label=$1 s e cpu wall
   shift
   s=$(date +%s.%N)
-  gc "$@" >>"$W/log" 2>&1 || { echo "$label: git corral $* FAILED (log: $W/log)"; tail -n 5 "$W/log"; exit 1; }
+  gc "$@" >"$W/box.log" 2>&1 || { cat "$W/box.log" >>"$W/log"; echo "$label: git corral $* FAILED (log: $W/log)"; tail -n 5 "$W/log"; exit 1; }
   e=$(date +%s.%N)
+  cat "$W/box.log" >>"$W/log"
+  wall=$(echo "$e - $s" | bc)
   cpu=$(ps -o times= -p "$(cat "$INST/qemu.pid")" | tr -d ' ')
   printf '%s\twall %.1f s\tQEMU CPU %s s\tinstance %s MB\tdiffdisk %s MB\tbasedisk %s MB\tload %s\n' "$label" \
-    "$(echo "$e - $s" | bc)" "$cpu" "$(du -sm "$INST" | cut -f1)" "$(du -m "$INST/diffdisk" | cut -f1)" \
+    "$wall" "$cpu" "$(du -sm "$INST" | cut -f1)" "$(du -m "$INST/diffdisk" | cut -f1)" \
     "$(du -m "$INST/basedisk" | cut -f1)" "$(cut -d' ' -f1 /proc/loadavg)"
+  printf '%s\t%s\n' "$label" "$wall" >>"$W/walls"
+  [ -z "${PHASES:-}" ] || bench_phases "$W/box.log" golden "$PHASES"
   gc delete --yes >>"$W/log" 2>&1
+}
+# median LABEL: the median wall of the boxes labelled "pair N LABEL", or LABEL itself.
+median() {
+  awk -F'\t' -v k="$1" '$1 == k || ($1 ~ /^pair [0-9]+ / && substr($1, index(substr($1, 6), " ") + 6) == k) {print $2}' "$W/walls" | sort -n |
+    awk '{a[NR]=$1} END {if (NR) printf "%.1f", (NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -80,8 +93,8 @@ sum0=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
 mt0=$(stat -c %Y "${files[@]}" | tr '\n' ' ')
 echo "golden base: disk $(du -m "$G/golden.qcow2" | cut -f1) MB, state $(du -m "$G/golden.state" 2>/dev/null | cut -f1) MB, built in $(sed -n 's/.*"buildSeconds": *\([0-9.]*\).*/\1/p' "$G/golden.json") s"
 for i in $(seq 1 "$PAIRS"); do
-  t "pair $i from scratch" run --yes --no-golden -- true
-  t "pair $i from golden" run --yes -- true
+  PHASES=$([ "$i" = 1 ] && echo "from scratch (pair 1)") t "pair $i from scratch" run --yes --no-golden -- true
+  PHASES=$([ "$i" = 1 ] && echo "from golden (pair 1)") t "pair $i from golden" run --yes -- true
   if [ "${DISKONLY:-0}" = 1 ]; then
     GC_ENV=CORRAL_NO_GOLDEN_STATE=1 t "pair $i golden disk only" run --yes -- true
   fi
@@ -102,4 +115,15 @@ if [ "$sum0" = "$sum1" ] && [ "$mt0" = "$mt1" ]; then
 else
   echo "GOLDEN CHANGED: sha256 $sum0 -> $sum1, mtime $mt0 -> $mt1"
 fi
+# The figures of issue #30 (a second box from golden in at most 15 s and 0.2x one from scratch),
+# one bench-row line each (bench/result.sh): medians of the PAIRS pairs, run one after the other.
+scratch=$(median "from scratch")
+bench_row golden "second box, from the golden base" "git corral run --yes -- true" "$(median "from golden")" \
+  "box from scratch" "git corral run --yes --no-golden -- true" "$scratch" s "$PAIRS" - "median<=15,ratio<=0.2"
+if [ "${DISKONLY:-0}" = 1 ]; then
+  bench_row golden "box from the golden disk, no saved state" "CORRAL_NO_GOLDEN_STATE=1 git corral run --yes -- true" \
+    "$(median "golden disk only")" "box from scratch" "git corral run --yes --no-golden -- true" "$scratch" s "$PAIRS" - -
+fi
+bench_row golden "another project's box, from the same base" "git corral -C OTHER run --yes -- true" \
+  "$(median "another project from golden")" "box from scratch" "git corral run --yes --no-golden -- true" "$scratch" s "1/$PAIRS" - -
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -50,21 +50,31 @@ done
 bare="bwrap --unshare-all --unshare-user --disable-userns --die-with-parent --new-session --clearenv --ro-bind /usr /usr ${links[*]} --proc /proc --dev /dev --tmpfs /tmp true"
 echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores, $(uname -r)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-hyperfine -N -w 5 -r "$runs" --export-json "$work/out.json" \
-  -n true true -n bwrap "$bare" -n "git corral sandbox -h" "$gc sandbox -h" \
-  -n "git corral version" "$gc version" \
-  -n "git corral sandbox -- true" "$gc sandbox -- true" \
-  "${extra[@]}" \
-  -n "git corral -C CHECKOUT sandbox -- true" "$gc -C $work/repo sandbox -- true" \
-  -n "git corral sandbox --manifest limits.toml -- true" "$gc sandbox --manifest $work/limits.toml -- true" >&2
-python3 - "$work/out.json" <<'PY'
+cmds=(-n true true -n bwrap "$bare" -n "git corral sandbox -h" "$gc sandbox -h"
+  -n "git corral version" "$gc version"
+  -n "git corral sandbox -- true" "$gc sandbox -- true"
+  "${extra[@]}"
+  -n "git corral -C CHECKOUT sandbox -- true" "$gc -C $work/repo sandbox -- true"
+  -n "git corral sandbox --manifest limits.toml -- true" "$gc sandbox --manifest $work/limits.toml -- true")
+hyperfine -N -w 5 -r "$runs" --export-json "$work/out.json" "${cmds[@]}" >&2
+# The table, then one bench-row line (bench/result.sh) per command against bare bubblewrap;
+# the light tier's goal (issue #30): `sandbox -- true` within bubblewrap + 30 ms.
+python3 - "$work/out.json" "$runs" "${cmds[@]}" <<'PY'
 import json, sys
 res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
+runs, rest = sys.argv[2], sys.argv[3:]
+argv = dict(zip(rest[1::3], rest[2::3]))
 bw = res["bwrap"]["median"]
 print("| command | median | vs bare bubblewrap | CPU (user+sys, mean) |")
 print("|---|---|---|---|")
 for name, r in res.items():
     print(f"| `{name}` | {r['median']*1000:.1f} ms | {r['median']/bw:.2f}x ({(r['median']-bw)*1000:+.1f} ms) | {(r['user']+r['system'])*1000:.1f} ms |")
+for name, r in res.items():
+    if name == "bwrap":
+        continue
+    target = "delta<=30" if name == "git corral sandbox -- true" else "-"
+    print("\t".join(["bench-row", "sandbox", name, argv[name], f"{r['median']*1000:.1f}", "bare bubblewrap",
+                     argv["bwrap"], f"{bw*1000:.1f}", "ms", runs, "-", target]))
 PY
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "this tree" "$work"/after/git-corral ${before:+"before, $before" "$work"/before/git-corral} <<'PY'

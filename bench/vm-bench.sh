@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm benchmarks (docs/BENCHMARKS.md "## vm"), measured side by side in one run, as root; the
+# vm benchmarks (docs/benchmarks-history.md "## vm"), measured side by side in one run, as root; the
 # product and limactl run as the unprivileged user $CORRAL_USER (limactl refuses root).
 #   1. box creation to ready: `git corral run --yes -- true` from no box, versus a raw
 #      `limactl start` of the very template git corral rendered (same image, same TCG override).
@@ -15,8 +15,11 @@ RUNS=${RUNS:-15}
 BOOTS=${BOOTS:-1}   # create-to-ready pairs (git corral, then raw limactl); 0 skips them
 NETWORK=${NETWORK:-full}  # the box's network mode: full, broker or offline
 BASE=/var/tmp/corral-bench
+gcs='' raws=''
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
+# shellcheck source=bench/result.sh
+. bench/result.sh
 
 rm -rf "${BASE:?}/home" "${BASE:?}/proj"
 install -d -o "$CORRAL_USER" "$BASE/home" "$BASE/proj"
@@ -37,13 +40,22 @@ echo "box $BOX ($NETWORK); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)
 for i in $(seq "$BOOTS"); do
   cleanup
   t=$(now); U "$BASE/bin/git-corral" -C "$BASE/proj" run --yes -- true 2>/dev/null
-  echo "RESULT create-to-ready git-corral run $i: $(since "$t")s"
+  gcs="$gcs $(since "$t")"
+  echo "RESULT create-to-ready git-corral run $i: ${gcs##* }s"
   cp "$BASE/home/boxes/$BOX.yaml" "$BASE/raw.yaml"; chmod 644 "$BASE/raw.yaml"
   U "$BASE/bin/git-corral" -C "$BASE/proj" delete --yes >/dev/null 2>&1
   t=$(now); U "$LIMACTL" --tty=false start --timeout 20m --name raw-bench "$BASE/raw.yaml" >/dev/null 2>&1
-  echo "RESULT create-to-ready limactl start $i: $(since "$t")s"
+  raws="$raws $(since "$t")"
+  echo "RESULT create-to-ready limactl start $i: ${raws##* }s"
   U "$LIMACTL" --tty=false delete --force raw-bench >/dev/null 2>&1
 done
+# The common result line (bench/result.sh): the target of docs/benchmarks-history.md "## vm", 1.1x a raw start.
+med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", (NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+if [ "$BOOTS" -gt 0 ]; then
+  # shellcheck disable=SC2086 # the lists split into their numbers
+  bench_row boot "box creation to ready" "git corral run --yes -- true" "$(med $gcs)" "raw limactl start" \
+    "limactl start of the template git corral rendered" "$(med $raws)" s "$BOOTS" - "ratio<=1.1"
+fi
 
 t=$(now); U "$BASE/bin/git-corral" -C "$BASE/proj" run --yes -- true 2>/dev/null
 echo "RESULT create-to-ready git-corral run (box for the warm runs): $(since "$t")s"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The warm path (issue #30, point 5; docs/BENCHMARKS.md "## vm"): one short command on a
+# The warm path (issue #30, point 5; docs/benchmarks-history.md "## vm"): one short command on a
 # running box of the quick start's kind (mount mode, network "full", golden on, the agent
 # mounts every mount-mode box has) as git corral runs it, side by side with plain
 # `ssh -F <Lima's ssh.config> lima-BOX true` through Lima's own ControlMaster to the same box.
@@ -79,6 +79,10 @@ for n in names:
     ratio = statistics.median(a / b for a, b in zip(times[n], times[names[0]]))
     print(f"RESULT interleaved median of {runs} rounds {n}: {med(times[n]):.0f} ms "
           f"(median of the rounds' ratios {ratio:.2f}x plain ssh; min {min(times[n])*1000:.0f}, max {max(times[n])*1000:.0f})")
+    if n != names[0]:  # the common line of bench/result.sh; the goal of issue #30: 1.25x plain ssh
+        print("\t".join(["bench-row", "warm", n, " ".join(argvs[names.index(n)]), f"{med(times[n]):.0f}",
+                         names[0], " ".join(argvs[0]), f"{med(times[names[0]]):.0f}", "ms",
+                         f"{runs} rounds", f"{ratio:.2f}", "ratio<=1.25" if n == names[1] else "-"]))
 steps = {}
 env = dict(os.environ, CORRAL_TRACE="1")
 for i in range(int(os.environ["CORRAL_BENCH_TRACES"])):

@@ -83,7 +83,7 @@ func manyDiscover(b *testing.B) func() *Plan {
 }
 
 // BenchmarkDiscover1000Submodules times Discover (and the plan it returns) for a repository
-// with 1,000 absorbed submodules. Reproduce: see docs/BENCHMARKS.md ## gitshadow.
+// with 1,000 absorbed submodules. Reproduce: see docs/benchmarks-history.md ## gitshadow.
 func BenchmarkDiscover1000Submodules(b *testing.B) {
 	discover := manyDiscover(b)
 	for b.Loop() {

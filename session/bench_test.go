@@ -65,7 +65,7 @@ func benchRepo(b *testing.B, modules int) *project.Project {
 // against the snapshot taken before boot, start the watcher, record the session base) and End
 // (stop the watcher, verify again), with nothing changed by the box. This is on the critical path
 // of every git corral run. CORRAL_BENCH_SUBMODULES=N adds a repository with N submodules.
-// Reproduce: see docs/BENCHMARKS.md ## vm.
+// Reproduce: see docs/benchmarks-history.md ## vm.
 func BenchmarkBeginEnd(b *testing.B) {
 	sizes := []int{0, 100}
 	if n, err := strconv.Atoi(os.Getenv("CORRAL_BENCH_SUBMODULES")); err == nil && n > 0 {

@@ -4,7 +4,7 @@
 //
 // It makes no policy decisions: it is given the effective configuration and renders it.
 //
-// Decisions recorded here (measurements in docs/BENCHMARKS.md "## vm"):
+// Decisions recorded here (measurements in docs/benchmarks-history.md "## vm"):
 //
 //   - Base image: the lima-init variant of the recipe (a ~110-line shell stand-in for
 //     cloud-init). Each boot is 12-18 s faster under TCG (the recipe measured READY in 43-45 s

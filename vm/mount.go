@@ -10,7 +10,7 @@ import (
 
 // MountTypeLinux chooses how the project is mounted in a QEMU box on Linux.
 //
-// Measured on this machine kind (docs/BENCHMARKS.md "## vm"): writing 200 small files on the
+// Measured on this machine kind (docs/benchmarks-history.md, vm): writing 200 small files on the
 // mount took 0.92-0.95 s over 9p and 3.29 s over reverse-sshfs; a box reached READY as fast or
 // faster with 9p; 9p needs no sftp-server and no ssh connection per mount. 9p's one drawback
 // here (no live snapshot of a running box) does not matter to git corral. virtiofs would be

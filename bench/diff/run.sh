@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark git corral diff against git status --porcelain on the same tree (docs/BENCHMARKS.md
+# Benchmark git corral diff against git status --porcelain on the same tree (docs/benchmarks-history.md
 # "## diff"): a generated repository of N files (default 100,000) with one host-executed change,
 # timed side by side with hyperfine (medians), then max RSS with a 2 GB sparse file in the tree.
 #
@@ -49,12 +49,16 @@ echo "timing (hyperfine, $RUNS runs after 3 warm-ups)"
 hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$WORK/hyperfine.json" \
   --command-name 'git status --porcelain' "git -C $REPO status --porcelain" \
   --command-name 'git corral diff' "$BIN -C $REPO diff"
-python3 - "$WORK/hyperfine.json" <<'PY'
+python3 - "$WORK/hyperfine.json" "$RUNS" "$FILES" <<'PY'
 import json, sys
 rs = json.load(open(sys.argv[1]))["results"]
 for r in rs:
     print("%-24s median %.3f s  (min %.3f, max %.3f)" % (r["command"], r["median"], r["min"], r["max"]))
 print("ratio diff/status (medians): %.2f" % (rs[1]["median"] / rs[0]["median"]))
+# The common result line (bench/result.sh); the claim of docs/benchmarks-history.md "## diff": at most 2x git status.
+print("\t".join(["bench-row", "diff", "git corral diff, %s files, one change" % sys.argv[3], "git corral diff",
+                 "%.0f" % (rs[1]["median"] * 1000), "git status --porcelain", "git status --porcelain",
+                 "%.0f" % (rs[0]["median"] * 1000), "ms", sys.argv[2], "-", "ratio<=2"]))
 PY
 
 echo "memory: a 2 GB sparse file added after the base (hashed by streaming)"

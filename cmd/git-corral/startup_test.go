@@ -10,7 +10,7 @@ import (
 // startBudget is what each of git corral's own packages may allocate in its initialisers. Every
 // command, `version` and `sandbox` included, pays for all of them before main; before they were
 // made lazy (internal/lazyre, vm's cidataPad) vm allocated 1.1 MB at start, policy 4,791 times
-// and provision, clone, diff and session 700 to 1,900 times (docs/BENCHMARKS.md "## sandbox").
+// and provision, clone, diff and session 700 to 1,900 times (docs/benchmarks-history.md, sandbox).
 var startBudget = inittrace.Budget{Bytes: 32 << 10, Allocs: 128}
 
 // TestStartBudget holds every git corral package linked into this binary to startBudget: this

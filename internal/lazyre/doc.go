@@ -6,7 +6,7 @@
 // `[a-z0-9-]{0,62}` compiles to one instruction per repetition (the parser expands it), so the
 // few validation patterns of policy, provision, session, clone, diff and vm cost thousands of
 // allocations and several milliseconds at every start (`GODEBUG=inittrace=1 git-corral
-// version`, docs/BENCHMARKS.md "## sandbox"), for commands such as `version` and `sandbox`
+// version`, docs/benchmarks-history.md "## sandbox"), for commands such as `version` and `sandbox`
 // that never match one.
 //
 // Owns: the deferred compile and the few methods the project calls. Does not own: the

@@ -1,7 +1,7 @@
 // Package trace times the steps of one git corral process when CORRAL_TRACE is set: each step
 // prints one line on stderr with its start (ms since the process began) and its duration. It
-// is how docs/BENCHMARKS.md splits a warm `git corral run` into its parts; it prints nothing
-// else, and never a value.
+// is how docs/benchmarks-history.md ("## vm") splits a warm `git corral run` into its parts; it
+// prints nothing else, and never a value.
 package trace
 
 import (
