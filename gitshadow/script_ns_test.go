@@ -189,3 +189,55 @@ func TestGuestScriptIdempotentOddNames(t *testing.T) {
 	}
 }
 
+// TestGuardChecksWithoutProcesses runs the guard check, as the unprivileged user, over paths
+// whose names /proc/self/mountinfo escapes (space, tab, backslash): with the shadow applied it
+// passes (the control) and starts no process of its own (it runs before every session); with a
+// writable mount stacked on a read-only shadow, or a shadow unmounted, or no shadow at all, it
+// fails naming each path.
+func TestGuardChecksWithoutProcesses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: applies the guest shadow in a mount namespace (unshare -m)")
+	}
+	_, odd := refusalTree(t)
+	os.Chmod(filepath.Dir(odd), 0o755)
+	plan := &Plan{Extra: []Shadow{{Path: odd, Kind: Pin}, {Path: odd + "/f", Kind: Copy}, {Path: odd + "/d", Kind: Empty},
+		{Path: odd + "/sub", Kind: ReadOnly}}}
+	script, err := plan.GuestScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := plan.GuardChecks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "guest.sh"), []byte(script), 0o644)
+	for _, c := range []struct{ name, prep, want string }{
+		{"every shadow in place", `sh "$D/guest.sh" >/dev/null`, "gitshadow: ok 4\n"},
+		{"no shadow", ``, "gitshadow: FAIL pin " + odd + ": not mounted\ngitshadow: FAIL empty " + odd + "/d: not mounted\n" +
+			"gitshadow: FAIL copy " + odd + "/f: not mounted\ngitshadow: FAIL readonly " + odd + "/sub: not mounted\n"},
+		{"a writable mount stacked", `sh "$D/guest.sh" >/dev/null; mount --bind /tmp "$O/d"`,
+			"gitshadow: FAIL empty " + odd + "/d: writable (rw,"},
+		{"a shadow made writable", `sh "$D/guest.sh" >/dev/null; mount -o remount,bind,rw "$O/sub"`,
+			"gitshadow: FAIL readonly " + odd + "/sub: writable (rw,"},
+		{"a shadow unmounted", `sh "$D/guest.sh" >/dev/null; umount "$O/f"`, "gitshadow: FAIL copy " + odd + "/f: not mounted\n"},
+	} {
+		inner := `set -e; mount -t tmpfs tmpfs /var/lib; ` + c.prep + `
+sh -c 'echo $$' >"$D/before"; setpriv --reuid=` + attackUID + ` --regid=` + attackUID + ` --clear-groups -- sh -c "$G" && echo PASS
+echo "spawned $(($(sh -c 'echo $$') - $(cat "$D/before") - 2))"`
+		cmd := exec.Command("unshare", "-m", "-p", "-f", "--propagation", "private", "--", "sh", "-c", inner)
+		cmd.Env = append(os.Environ(), "D="+dir, "O="+odd, "G="+guard)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.name, err, out)
+		}
+		s := string(out)
+		if !strings.Contains(s, c.want) || strings.Contains(s, "PASS") != (c.name == "every shadow in place") {
+			t.Errorf("%s: guard check said\n%s\nwant %q", c.name, s, c.want)
+		}
+		// The guard's own process (setpriv execs sh) and the $(cat) are not counted.
+		if !strings.Contains(s, "spawned 0\n") {
+			t.Errorf("%s: the guard check started processes of its own:\n%s", c.name, s)
+		}
+	}
+}
