@@ -241,3 +241,46 @@ echo "spawned $(($(sh -c 'echo $$') - $(cat "$D/before") - 2))"`
 		}
 	}
 }
+
+// TestGuestScriptReadOnlyKeepsMountFlags: a read-only shadow of a path on a nosuid, nodev,
+// noexec mount (the project's mount after the privilege drop) keeps those flags, as the bind's
+// own remount to ro would drop them if it were done in the bind's command (util-linux 2.38
+// remounts with ro alone); the guest-local copies carry them all. The control is the same
+// shadow over a mount without them: read-only, nothing added.
+func TestGuestScriptReadOnlyKeepsMountFlags(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: applies the guest shadow in a mount namespace (unshare -m)")
+	}
+	real, _ := refusalTree(t)
+	script, err := (&Plan{Extra: []Shadow{{Path: real + "/sub", Kind: ReadOnly}, {Path: real + "/f", Kind: Copy},
+		{Path: real + "/d", Kind: Empty}}}).GuestScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range []string{"nosuid,nodev,noexec", ""} {
+		prep := ""
+		if flags != "" {
+			prep = `mount -o remount,bind,` + flags + ` "$P";`
+		}
+		inner := `set -e; mount -t tmpfs tmpfs /var/lib; mount --bind "$P" "$P"; ` + prep + ` sh -c "$S" >/dev/null
+findmnt -rn -o VFS-OPTIONS --mountpoint "$P/sub"; findmnt -rn -o VFS-OPTIONS --mountpoint "$P/f"; findmnt -rn -o VFS-OPTIONS --mountpoint "$P/d"`
+		cmd := exec.Command("unshare", "-m", "--propagation", "private", "--", "sh", "-c", inner)
+		cmd.Env = append(os.Environ(), "P="+real, "S="+script)
+		out, err := cmd.CombinedOutput()
+		opts := strings.Fields(string(out))
+		if err != nil || len(opts) != 3 {
+			t.Fatalf("flags %q: %v\n%s", flags, err, out)
+		}
+		want := map[string]bool{"ro": true, "nosuid": flags != "", "nodev": flags != "", "noexec": flags != ""}
+		for flag, on := range want {
+			if strings.Contains(","+opts[0]+",", ","+flag+",") != on {
+				t.Errorf("source mount %q: the read-only shadow's options %s, want %s %v", flags, opts[0], flag, on)
+			}
+		}
+		for i, p := range []string{"copy", "empty"} {
+			if o := "," + opts[i+1] + ","; !strings.Contains(o, ",ro,") || !strings.Contains(o, ",nosuid,nodev,noexec,") {
+				t.Errorf("source mount %q: the %s shadow's options %s, want ro,nosuid,nodev,noexec", flags, p, opts[i+1])
+			}
+		}
+	}
+}
