@@ -37,9 +37,10 @@ func ShellQuote(s string) (string, error) {
 // The script runs at every boot and golden-state resume, where a box under software emulation
 // pays tens of milliseconds for every process it starts, so the helpers use shell builtins
 // wherever they can: the mount table is read once from /proc/self/mountinfo by the shell itself
-// and kept up to date as the script mounts, paths are checked with cd -P and test, and each
-// mount is one mount(8) call (util-linux 2.27 or later does --bind with ro and a propagation
-// flag in one command). TestGuestScriptExecBudget holds the number of processes to a budget.
+// and kept up to date as the script mounts, and paths are checked with cd -P and test. A pin or
+// a guest-local copy is mounted by one mount(8) call (util-linux binds and makes the mount
+// private in one command), a read-only view of a host path by two (see ro_bind).
+// TestGuestScriptSpawnBudget holds the number of processes to a budget.
 const scriptHead = `#!/bin/sh
 # shellcheck disable=SC2016 # paths are quoted literally on purpose
 # git corral: git metadata shadow, rendered by package gitshadow from the host's plan.
