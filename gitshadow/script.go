@@ -29,9 +29,18 @@ func ShellQuote(s string) (string, error) {
 }
 
 // scriptHead defines the helpers every action line calls. Each helper refuses a path that is
-// missing, of the wrong type, or reached through a symlink (realpath must equal the path), so a
-// symlink planted by a box cannot redirect a root bind mount elsewhere in the guest. Each skips a
-// path that is already a mount point, so the script can run again in the same boot.
+// missing, of the wrong type, or reached through a symlink (its parent's physical path plus its
+// name must equal the path, and the path itself is no symlink), so a symlink planted by a box
+// cannot redirect a root bind mount elsewhere in the guest. Each skips a path that is already a
+// mount point, so the script can run again in the same boot.
+//
+// The script runs at every boot and golden-state resume, where a box under software emulation
+// pays tens of milliseconds for every process it starts, so the helpers use shell builtins
+// wherever they can: the mount table is read once from /proc/self/mountinfo by the shell itself
+// and kept up to date as the script mounts, and paths are checked with cd -P and test. A pin or
+// a guest-local copy is mounted by one mount(8) call (util-linux binds and makes the mount
+// private in one command), a read-only view of a host path by two (see ro_bind).
+// TestGuestScriptSpawnBudget holds the number of processes to a budget.
 const scriptHead = `#!/bin/sh
 # shellcheck disable=SC2016 # paths are quoted literally on purpose
 # git corral: git metadata shadow, rendered by package gitshadow from the host's plan.
@@ -40,19 +49,71 @@ const scriptHead = `#!/bin/sh
 # reaches the host's git. The host verifies the same files independently.
 set -eu
 umask 022
+unset CDPATH
+cd /
 state=` + GuestStateDir + `
+nl='
+'
 
 fail() {
 	echo "gitshadow: $*" >&2
 	exit 1
 }
 
-is_mounted() {
-	findmnt -rn --mountpoint "$1" >/dev/null 2>&1
+# esc sets k to $1 as /proc/self/mountinfo writes a mount point: space, tab, newline and
+# backslash as octal escapes.
+esc() {
+	case $1 in
+	*' '* | *'	'* | *"$nl"* | *\\*) ;;
+	*)
+		k=$1
+		return 0
+		;;
+	esac
+	k='' r=$1
+	while [ -n "$r" ]; do
+		c=${r%"${r#?}"}
+		r=${r#?}
+		case $c in
+		' ') k="$k\\040" ;;
+		'	') k="$k\\011" ;;
+		"$nl") k="$k\\012" ;;
+		\\) k="$k\\134" ;;
+		*) k=$k$c ;;
+		esac
+	done
 }
 
+# mounted holds every mount point in this namespace, escaped, one per line: read once here
+# (read is a builtin: no process per lookup), and added to by add_mounted for each mount made.
+mounted=$nl
+while read -r _ _ _ _ mp _; do
+	mounted=$mounted$mp$nl
+done </proc/self/mountinfo
+
+is_mounted() {
+	esc "$1"
+	case $mounted in *"$nl$k$nl"*) return 0 ;; esac
+	return 1
+}
+
+add_mounted() {
+	esc "$1"
+	mounted=$mounted$k$nl
+}
+
+# check_real refuses a path that is not absolute and canonical, is missing, is a symlink, or is
+# reached through one: cd -P resolves every symlink on the way to the parent, so the parent's
+# physical path ($PWD) plus the name must be the path itself.
 check_real() {
-	real=$(realpath -e -- "$1") || fail "$1: missing"
+	case $1 in /*) ;; *) fail "$1: not an absolute path" ;; esac
+	case ${1##*/} in '' | . | ..) fail "$1: not a canonical path" ;; esac
+	[ -L "$1" ] && fail "$1: reached through a symlink (it is one)"
+	[ -e "$1" ] || fail "$1: missing"
+	parent=${1%/*}
+	cd -P -- "${parent:-/}" || fail "$1: missing"
+	real=${PWD%/}/${1##*/}
+	cd /
 	[ "$real" = "$1" ] || fail "$1: reached through a symlink ($real)"
 }
 
@@ -60,21 +121,27 @@ pin() {
 	check_real "$1"
 	[ -d "$1" ] || fail "$1: not a directory"
 	is_mounted "$1" && return 0
-	mount --bind -- "$1" "$1" || fail "$1: cannot pin"
-	private "$1"
+	# --make-private detaches the new mount from its source's peer group. The guest's mounts
+	# are shared (systemd), so without it a mount made inside a pinned git dir would propagate
+	# back onto the covered directory as a second, writable mount at the same path.
+	mount --bind --make-private -- "$1" "$1" || fail "$1: cannot pin"
+	add_mounted "$1"
 }
 
-# private detaches a new mount from its source's peer group. The guest's mounts are shared
-# (systemd), so without it a mount made inside a pinned git dir would propagate back onto the
-# covered directory as a second, writable mount at the same path.
-private() {
-	mount --make-private -- "$1" || fail "$1: cannot make private"
-}
-
+# ro_bind mounts $1 read-only and private at $2. The read-only remount is a command of its own:
+# util-linux 2.38 would do it in the bind's command, but then with ro as the only flag, dropping
+# the nosuid, nodev or noexec the bind took from the mount of $1 (the project's mount).
 ro_bind() {
-	mount --bind -- "$1" "$2" || fail "$2: cannot bind"
-	private "$2"
+	mount --bind --make-private -- "$1" "$2" || fail "$2: cannot bind"
+	add_mounted "$2"
 	mount -o remount,bind,ro -- "$2" || fail "$2: cannot make read-only"
+}
+
+# local_bind mounts the guest-local copy $state/$2 read-only and private at $1 in one command.
+# Its flags are all set here, so nothing is taken from the mount that holds $state.
+local_bind() {
+	mount --bind --make-private -o ro,nosuid,nodev,noexec -- "$state/$2" "$1" || fail "$1: cannot bind read-only"
+	add_mounted "$1"
 }
 
 readonly_path() {
@@ -86,37 +153,40 @@ copy_file() {
 	check_real "$1"
 	[ -f "$1" ] || fail "$1: not a regular file"
 	is_mounted "$1" && return 0
-	cp -- "$1" "$state/$2.tmp" || fail "$1: cannot copy"
-	chown 0:0 "$state/$2.tmp"
-	chmod 0444 "$state/$2.tmp"
+	install -o 0 -g 0 -m 0444 -- "$1" "$state/$2.tmp" || fail "$1: cannot copy"
 	mv -f -- "$state/$2.tmp" "$state/$2"
-	ro_bind "$state/$2" "$1"
+	local_bind "$1" "$2"
 }
 
 empty_dir() {
 	check_real "$1"
 	[ -d "$1" ] || fail "$1: not a directory"
 	is_mounted "$1" && return 0
-	rm -rf -- "${state:?}/$2"
+	if [ -e "$state/$2" ] || [ -L "$state/$2" ]; then
+		rm -rf -- "${state:?}/$2"
+	fi
 	mkdir -m 0555 -- "$state/$2"
-	ro_bind "$state/$2" "$1"
+	local_bind "$1" "$2"
 }
 
 # git_mount makes a host directory mounted for git besides the project (a linked worktree's
 # common dir) nosuid and nodev, as the privilege drop makes the project mount, keeping it
-# read-only if it is, and detaches it from its peers like every other mount of the shadow.
+# read-only if it is (the topmost mount's own or its file system's ro), and detaches it from its
+# peers like every other mount of the shadow.
 git_mount() {
 	check_real "$1"
-	findmnt -rn --mountpoint "$1" >/dev/null 2>&1 || return 0
+	is_mounted "$1" || return 0
+	esc "$1"
 	ro=
-	case ",$(findmnt -rn -o OPTIONS --mountpoint "$1" | tail -n 1)," in *,ro,*) ro=ro, ;; esac
-	mount -o "remount,bind,${ro}nosuid,nodev" -- "$1" || fail "$1: cannot make nosuid"
-	private "$1"
+	while read -r _ _ _ _ mp opts rest; do
+		[ "$mp" = "$k" ] || continue
+		ro=
+		case ",$opts,${rest##* }," in *,ro,*) ro=ro, ;; esac
+	done </proc/self/mountinfo
+	mount -o "remount,bind,${ro}nosuid,nodev" --make-private -- "$1" || fail "$1: cannot make nosuid"
 }
 
-mkdir -p -- "$state"
-chown 0:0 "$state"
-chmod 0755 "$state"
+install -d -o 0 -g 0 -m 0755 -- "$state"
 `
 
 // GuestScript renders the complete POSIX sh script that applies the plan in the guest. Mounts
