@@ -19,6 +19,7 @@ var gitID = []string{"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid", 
 // or the checkout newProject fills), removed when the test ends.
 func cloneCase(t *testing.T, name string) string {
 	t.Helper()
+	claimProject(t, name)
 	dir := filepath.Join(e2eBase, "projects", name)
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -53,7 +53,7 @@ func commitIdentity(t *testing.T, dir string) string {
 // itself after 20 s without a session, and each stop is in the audit log.
 func TestKeysLifecycle(t *testing.T) {
 	group(t)
-	dir := newProject(t, "lifecycle")
+	dir := newProject(t, "keys-lifecycle")
 	box := boxName(t, dir)
 	cleanupBox(t, box)
 	gitAsUser(t, dir, "config", "user.name", "Host Person")

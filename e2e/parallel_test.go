@@ -123,3 +123,22 @@ func (g *gate) exclusive(t *testing.T) (release func()) {
 	t.Cleanup(release)
 	return release
 }
+
+// projects maps each project directory name under $CORRAL_E2E_BASE/projects to the group that
+// claimed it: groups side by side must not share a checkout (a box is named after its
+// checkout, so they would share the box and its configuration too).
+var projects sync.Map
+
+// claimProject fails t when another group holds name; the claim ends with t, as the directory
+// does (cloneCase removes it then).
+func claimProject(t *testing.T, name string) {
+	t.Helper()
+	g := groupName(t)
+	prev, loaded := projects.LoadOrStore(name, g)
+	if loaded && prev.(string) != g {
+		t.Fatalf("project %q is also %s's: each group needs project names of its own", name, prev)
+	}
+	if !loaded {
+		t.Cleanup(func() { projects.CompareAndDelete(name, g) })
+	}
+}
