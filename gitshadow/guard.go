@@ -47,30 +47,7 @@ set -u
 bad=0
 nl='
 '
-# esc sets k to $1 as /proc/self/mountinfo writes a mount point: space, tab, newline and
-# backslash as octal escapes.
-esc() {
-	case $1 in
-	*' '* | *'	'* | *"$nl"* | *\\*) ;;
-	*)
-		k=$1
-		return 0
-		;;
-	esac
-	k='' r=$1
-	while [ -n "$r" ]; do
-		c=${r%"${r#?}"}
-		r=${r#?}
-		case $c in
-		' ') k="$k\\040" ;;
-		'	') k="$k\\011" ;;
-		"$nl") k="$k\\012" ;;
-		\\) k="$k\\134" ;;
-		*) k=$k$c ;;
-		esac
-	done
-}
-mounts=$nl
+` + shEsc + `mounts=$nl
 while read -r _ _ _ _ mp opts _; do
 	mounts=$mounts$mp' '$opts$nl
 done </proc/self/mountinfo

@@ -41,26 +41,9 @@ func ShellQuote(s string) (string, error) {
 // a guest-local copy is mounted by one mount(8) call (util-linux binds and makes the mount
 // private in one command), a read-only view of a host path by two (see ro_bind).
 // TestGuestScriptSpawnBudget holds the number of processes to a budget.
-const scriptHead = `#!/bin/sh
-# shellcheck disable=SC2016 # paths are quoted literally on purpose
-# git corral: git metadata shadow, rendered by package gitshadow from the host's plan.
-# Runs as root in the guest at every boot, before any session; idempotent within a boot.
-# Every host-executed git file is replaced by a read-only view so nothing the box writes there
-# reaches the host's git. The host verifies the same files independently.
-set -eu
-umask 022
-unset CDPATH
-cd /
-state=` + GuestStateDir + `
-nl='
-'
-
-fail() {
-	echo "gitshadow: $*" >&2
-	exit 1
-}
-
-# esc sets k to $1 as /proc/self/mountinfo writes a mount point: space, tab, newline and
+// shEsc is the shell function both rendered scripts (the shadow and its guard check) use to write
+// a path as /proc/self/mountinfo does.
+const shEsc = `# esc sets k to $1 as /proc/self/mountinfo writes a mount point: space, tab, newline and
 # backslash as octal escapes.
 esc() {
 	case $1 in
@@ -83,7 +66,28 @@ esc() {
 		esac
 	done
 }
+`
 
+const scriptHead = `#!/bin/sh
+# shellcheck disable=SC2016 # paths are quoted literally on purpose
+# git corral: git metadata shadow, rendered by package gitshadow from the host's plan.
+# Runs as root in the guest at every boot, before any session; idempotent within a boot.
+# Every host-executed git file is replaced by a read-only view so nothing the box writes there
+# reaches the host's git. The host verifies the same files independently.
+set -eu
+umask 022
+unset CDPATH
+cd /
+state=` + GuestStateDir + `
+nl='
+'
+
+fail() {
+	echo "gitshadow: $*" >&2
+	exit 1
+}
+
+` + shEsc + `
 # mounted holds every mount point in this namespace, escaped, one per line: read once here
 # (read is a builtin: no process per lookup), and added to by add_mounted for each mount made.
 mounted=$nl
