@@ -111,15 +111,6 @@ func (r *testRepo) git(args ...string) string {
 	return r.rawGit(append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
 }
 
-// tryGit is git that returns the error instead of failing the test.
-func (r *testRepo) tryGit(args ...string) (string, error) {
-	cmd := exec.Command("git", append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
-	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), r.env...)
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
 // rawGit runs git as a user would, with the repository's configuration in force.
 func (r *testRepo) rawGit(args ...string) string {
 	r.t.Helper()

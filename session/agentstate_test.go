@@ -178,6 +178,9 @@ func TestAgentStateSeeded(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.h.AgentState("box-a"), "codex/.codex/secret")); err == nil {
 		t.Error("the top-level symlink ~/.codex was followed")
 	}
+	if treeHash(t, f.hostHome) != before || treeHash(t, f.victim) != victim {
+		t.Error("seeding changed the host's home or the symlink's target")
+	}
 	// Once: a new host login does not reach a box that was seeded.
 	os.WriteFile(filepath.Join(f.hostHome, ".claude/.credentials.json"), []byte("new"), 0o600)
 	before = treeHash(t, f.hostHome)

@@ -258,8 +258,11 @@ func TestStatusDisk(t *testing.T) {
 	if err := f.Truncate(1 << 30); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt(make([]byte, 64<<10), 0); err == nil {
-		err = f.Sync()
+	if _, err := f.WriteAt(make([]byte, 64<<10), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
 	}
 	f.Close()
 	d := mustStatus(t, h, m, "b1").Disk

@@ -50,11 +50,10 @@ type target struct {
 func main() {
 	flag.Parse()
 	if *relaySrv {
-		if err := serveRelay(); err != nil {
-			fmt.Fprintln(os.Stderr, "brokerbench relay:", err)
-			os.Exit(1)
-		}
-		return
+		// serveRelay returns only when its listener fails: the relay ends by exiting when the
+		// parent closes its standard input.
+		fmt.Fprintln(os.Stderr, "brokerbench relay:", serveRelay())
+		os.Exit(1)
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "brokerbench:", err)
