@@ -22,6 +22,7 @@ import (
 
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/atomicfile"
+	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
 // TCGQemu is the QEMU binary plus the arguments that force software emulation; Lima reads it
@@ -278,7 +279,12 @@ func (m *Manager) Stop(ctx context.Context, box string) error {
 // Delete removes a box's instance (stopping it first) and its metadata.
 func (m *Manager) Delete(ctx context.Context, box string) error {
 	if err := m.run(ctx, box, nil, "delete", "--force", box); err != nil {
-		return err
+		// limactl reconciles its networks after removing the instance (see reconcileRace).
+		st, ierr := m.Inspect(box)
+		if ierr != nil || st.Exists() || !reconcileRace(err, box) {
+			return err
+		}
+		m.logf(box, "limactl delete exited with an error after the box was removed; the box is deleted: %v", err)
 	}
 	for _, p := range []string{m.Home.BoxMeta(box), m.Home.BoxTemplate(box), m.Home.BoxNotices(box)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -302,8 +308,43 @@ func (m *Manager) logf(box, format string, a ...any) {
 	}
 }
 
-// runWith is run with extra environment for limactl (see command).
+// runWith is run with extra environment for limactl (see command). A `limactl start` that
+// failed on another instance's missing lima.yaml (reconcileRace) is run again, up to twice, a
+// second apart: Lima reconciles its networks before it starts anything, so nothing of the box
+// was started.
 func (m *Manager) runWith(ctx context.Context, box string, p *Progress, extra []string, args ...string) error {
+	for attempt := 1; ; attempt++ {
+		err := m.runOnce(ctx, box, p, extra, args...)
+		if err == nil || attempt == 3 || args[0] != "start" || !reconcileRace(err, box) {
+			return err
+		}
+		m.logf(box, "limactl start failed on another instance being created or deleted beside this box; trying again: %v", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// reconcileRaceRE matches Lima's error for an instance directory without its lima.yaml.
+var reconcileRaceRE = lazyre.New(`open (/[^:]*)/lima\.yaml: no such file or directory`)
+
+// reconcileRace reports whether err, from limactl on box, is Lima's network reconciliation
+// tripping over another instance: limactl start, stop and delete inspect every instance under
+// LIMA_HOME, and one that another command is creating (its directory made, its lima.yaml not
+// yet written) or deleting (lima.yaml removed before the directory) fails that inspection.
+func reconcileRace(err error, box string) bool {
+	for _, m := range reconcileRaceRE.Regexp().FindAllStringSubmatch(err.Error(), -1) {
+		if filepath.Base(m[1]) != box {
+			return true
+		}
+	}
+	return false
+}
+
+// runOnce runs limactl once (see runWith).
+func (m *Manager) runOnce(ctx context.Context, box string, p *Progress, extra []string, args ...string) error {
 	if err := m.Home.MkdirAll(m.Home.Logs()); err != nil {
 		return err
 	}
