@@ -95,7 +95,7 @@ func TestRepoScriptRefusesWithoutGuards(t *testing.T) {
 	// 20-lockdown "failed": the ruleset was never loaded.
 	out, errOut, code := g.run(ns, prepHostile+`
 install -d -o corral -g corral /home/corral/project
-sh /corral/10-base.sh >/dev/null && sh /corral/30-privdrop.sh >/dev/null || exit 90
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null && sh /corral/30-privdrop.sh >/dev/null || exit 90
 sh /corral/50-repo-01-who-sh.sh
 echo "REPO=$?"
 if [ -e /tmp/ran.out ]; then echo SCRIPT_RAN; fi

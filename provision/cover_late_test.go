@@ -14,7 +14,7 @@ import (
 // placeholders, the expectations file and the helper (package cover's) in place.
 const coverLatePrep = `set -e
 useradd -m -U -u 47113 -s /bin/bash corral
-sh /corral/10-base.sh >/dev/null
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null
 export P='/home/corral/my project'
 S=/var/lib/corral/cover
 mkdir -p /run/corral "$S/empty-dir" "$P"

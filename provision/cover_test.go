@@ -19,7 +19,7 @@ func TestGuardChecksCover(t *testing.T) {
 	opts.CoverScript = "#!/bin/sh\n:\n"
 	prep := `set -e
 useradd -m -U -u 47113 -s /bin/bash corral
-sh /corral/10-base.sh >/dev/null
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null
 P='/home/corral/my project'
 S=/var/lib/corral/cover
 mkdir -p /run/corral "$S/empty-dir" "$S/box-dirs/x" "$P/my secrets" "$P/node_modules"

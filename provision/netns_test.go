@@ -233,7 +233,7 @@ func testLockdown(t *testing.T, mode policy.Network) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	g := newGuestRoot(t, Options{Network: mode, User: "corral", BrokerPort: labBrokerPort})
-	out, errOut, code := g.run(l.box, "sh /corral/10-base.sh && sh /corral/20-lockdown.sh && /usr/local/libexec/corral/guard-check network")
+	out, errOut, code := g.run(l.box, "sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh && sh /corral/20-lockdown.sh && /usr/local/libexec/corral/guard-check network")
 	if code != 0 {
 		t.Fatalf("20-lockdown.sh: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -271,7 +271,7 @@ func testLockdown(t *testing.T, mode policy.Network) {
 		}
 	}
 	// Idempotent: a second boot's run leaves the same ruleset and the guard check holds.
-	out, errOut, code = g.run(l.box, "sh /corral/10-base.sh && sh /corral/20-lockdown.sh && sh /corral/20-lockdown.sh && /usr/local/libexec/corral/guard-check network")
+	out, errOut, code = g.run(l.box, "sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh && sh /corral/20-lockdown.sh && sh /corral/20-lockdown.sh && /usr/local/libexec/corral/guard-check network")
 	if code != 0 || !strings.Contains(out, `{"ok":true`) {
 		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -289,7 +289,7 @@ func testGuardNetwork(t *testing.T, l *netLab, g *guestRoot) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, errOut, code := g.run(l.box, "sh /corral/10-base.sh >/dev/null && sh /corral/20-lockdown.sh >/dev/null && "+c.mutate+
+			out, errOut, code := g.run(l.box, "sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null && sh /corral/20-lockdown.sh >/dev/null && "+c.mutate+
 				"; /usr/local/libexec/corral/guard-check network; echo GUARD=$?")
 			if code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)

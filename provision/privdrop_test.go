@@ -36,7 +36,7 @@ func TestPrivdropDrops(t *testing.T) {
 	g := newGuestRoot(t, privdropOptions())
 	out, errOut, code := g.run("", prepHostile+`
 sudo -n -l -U corral /bin/sh >/dev/null && echo PRE_SUDO=yes
-sh /corral/10-base.sh >/dev/null || exit 90
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null || exit 90
 /usr/local/libexec/corral/guard-check privileges >/dev/null || echo PRE_GUARD=fail
 sh /corral/30-privdrop.sh || exit 91
 echo "GROUPS=$(id -nG corral)"
@@ -108,13 +108,18 @@ func TestGuardRefusesLeftovers(t *testing.T) {
 		{"guest agent as the box user", fakeGuestAgent("setpriv --reuid=corral --regid=corral --init-groups"), ""},
 		{"virtio port open to all", fakeVirtioPort("666"), "box user can open the virtio port /dev/virtio-ports/io.lima-vm.guest_agent.0"},
 		{"virtio port root's only", fakeVirtioPort("600"), ""},
+		// The project mount point comes from /etc/corral/project-dir (05-box): the check reads
+		// it, and a box without it fails; control: the project mounted nosuid passes.
+		{"project mounted with setuid", "mkdir -p /home/corral/project && mount -t tmpfs -o suid proj /home/corral/project", "project mount /home/corral/project allows setuid"},
+		{"project mounted nosuid", "mkdir -p /home/corral/project && mount -t tmpfs -o nosuid proj /home/corral/project", ""},
+		{"project-dir removed", "rm /etc/corral/project-dir", "/etc/corral/project-dir is missing"},
 		{"process with old group", "setpriv --reuid=corral --regid=corral --groups=$(getent group disk | cut -d: -f3) sleep 20 & P=$!; sleep 0.3", "still hold a root-equivalent group"},
 	}
 	g := newGuestRoot(t, privdropOptions())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, errOut, code := g.run("", prepHostile+`
-sh /corral/10-base.sh >/dev/null || exit 90
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null || exit 90
 sh /corral/30-privdrop.sh >/dev/null || exit 91
 P=
 `+c.mutate+`
@@ -169,7 +174,7 @@ func TestPrivdropRefusesPrimaryGroup(t *testing.T) {
 	g := newGuestRoot(t, privdropOptions())
 	out, errOut, code := g.run("", prepHostile+`
 usermod -g sudo corral
-sh /corral/10-base.sh >/dev/null || exit 90
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null || exit 90
 sh /corral/30-privdrop.sh
 echo "PRIVDROP=$?"
 `)
@@ -194,7 +199,7 @@ func TestGuardRefusesReverseSSHFS(t *testing.T) {
 	}
 	g := newGuestRoot(t, privdropOptions())
 	out, errOut, code := g.run("", prepHostile+`
-sh /corral/10-base.sh >/dev/null && sh /corral/30-privdrop.sh >/tmp/privdrop.log 2>&1 || { cat /tmp/privdrop.log; exit 90; }
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null && sh /corral/30-privdrop.sh >/tmp/privdrop.log 2>&1 || { cat /tmp/privdrop.log; exit 90; }
 mkdir -p /srv/share /srv/private /mnt/share
 echo host-secret >/srv/private/key
 cd /tmp && sftp -q -D '/usr/lib/openssh/sftp-server -d /srv/share' >/dev/null 2>&1 <<'SFTP'

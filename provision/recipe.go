@@ -5,6 +5,10 @@ import "strings"
 // Names of the per-box scripts of a bundle: the git shadow is rendered from one checkout's git
 // metadata, and the repository's own approved scripts are numbered under RepoScriptPrefix.
 const (
+	// BoxScriptName is not per box in this sense: it writes the box's own values (its project
+	// mount point) for the product's scripts to read, and the golden key masks them, so every
+	// box of a recipe has the same product scripts but this one.
+	BoxScriptName       = "05-box.sh"
 	GitShadowScriptName = "40-gitshadow.sh"
 	CoverScriptName     = "45-cover.sh" // hide and box_dirs, package cover
 	RepoScriptPrefix    = "50-repo-"

@@ -62,7 +62,7 @@ const forbiddenGroups = "root sudo admin wheel disk docker lxd incus-admin incus
 
 // rootPaths are paths root runs or reads from: owned by root, writable by nobody else.
 const rootPaths = "/ /usr /usr/local /usr/local/libexec /usr/local/libexec/corral " + GuardCheckPath + " " + SessionCheckPath + " " + GuardDaemonPath +
-	" /etc /etc/corral /etc/sudoers /etc/sudoers.d /etc/systemd/system /run/corral"
+	" /etc /etc/corral /etc/corral/project-dir /etc/sudoers /etc/sudoers.d /etc/systemd/system /run/corral"
 
 // containerSockets are container and VM manager sockets that hand out root to whoever may write
 // them.
@@ -121,6 +121,9 @@ func Render(opts Options) (Bundle, error) {
 		}
 		b.Scripts = append(b.Scripts, Script{Name: name, Mode: ModeSystem, Body: body})
 		return nil
+	}
+	if err := add(BoxScriptName, BoxScriptName); err != nil {
+		return Bundle{}, err
 	}
 	if err := add("10-base.sh", "10-base.sh"); err != nil {
 		return Bundle{}, err

@@ -39,7 +39,7 @@ func TestRenderOrder(t *testing.T) {
 			t.Errorf("%s: mode %q, want system (repository scripts drop to the user themselves)", s.Name, s.Mode)
 		}
 	}
-	want := "10-base.sh 20-lockdown.sh 25-packages.sh 30-privdrop.sh 40-gitshadow.sh 50-repo-01-setup-sh.sh 50-repo-02-weird-name-sh.sh"
+	want := "05-box.sh 10-base.sh 20-lockdown.sh 25-packages.sh 30-privdrop.sh 40-gitshadow.sh 50-repo-01-setup-sh.sh 50-repo-02-weird-name-sh.sh"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("order:\n got %s\nwant %s", got, want)
 	}

@@ -141,7 +141,7 @@ func TestSessionCheckShadow(t *testing.T) {
 	weird := `/home/corral/it's a "repo"\x`
 	prep := `set -e
 useradd -m -U -u 47113 -s /bin/bash corral
-sh /corral/10-base.sh >/dev/null
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null
 mkdir -p /run/corral '` + strings.ReplaceAll(weird, "'", `'\''`) + `/.git/hooks' /home/corral/p/.git
 W='` + strings.ReplaceAll(weird, "'", `'\''`) + `'
 mount --bind "$W/.git/hooks" "$W/.git/hooks" && mount -o remount,bind,ro "$W/.git/hooks"

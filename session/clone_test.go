@@ -28,13 +28,13 @@ func TestCloneBundle(t *testing.T) {
 				names = append(names, s.Name)
 				all += s.Body
 			}
-			if got := strings.Join(names, " "); got != "10-base.sh 20-lockdown.sh 25-packages.sh 30-privdrop.sh" {
+			if got := strings.Join(names, " "); got != "05-box.sh 10-base.sh 20-lockdown.sh 25-packages.sh 30-privdrop.sh" {
 				t.Errorf("scripts %q, want base, lockdown, packages and privdrop only", got)
 			}
 			if !strings.Contains(all, provision.GuardCheckPath) {
 				t.Errorf("no script installs the guard check %s", provision.GuardCheckPath)
 			}
-			if !strings.Contains(all, "PROJECT_DIR=''") {
+			if !strings.Contains(all, "printf '%s\\n' '' | install_file /etc/corral/project-dir") {
 				t.Error("the scripts name a project directory; a clone-mode box has none")
 			}
 			if n == policy.NetworkBroker && !strings.Contains(all, "41234") {

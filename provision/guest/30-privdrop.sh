@@ -13,7 +13,8 @@ umask 022
 {{.InstallFile}}
 MODE={{.Mode}}
 BOX_USER={{.User}}
-PROJECT_DIR={{.ProjectDir}}
+# This box's project mount point, written by 05-box at every boot ('' for none).
+PROJECT_DIR=$(cat /etc/corral/project-dir) || { echo "corral: /etc/corral/project-dir is missing: 05-box did not run" >&2; exit 1; }
 SUDOERS=/etc/sudoers.d/zz-corral
 
 if [ "$MODE" = full ]; then

@@ -22,7 +22,8 @@ umask 077
 
 MODE={{.Mode}}
 BOX_USER={{.User}}
-PROJECT_DIR={{.ProjectDir}}
+# This box's project mount point is read by check_paths from PROJECT_FILE (05-box writes it).
+PROJECT_FILE=/etc/corral/project-dir
 RULESET=/etc/corral/lockdown.nft
 RULESET_SHA256={{.RulesetSHA256}}
 UNIT=/etc/systemd/system/corral-lockdown.service
@@ -161,8 +162,10 @@ check_paths() {
 		[ -S "$s" ] && runuser -u "$BOX_USER" -- test -w "$s" && fail "box user can use container socket $s"
 	done
 	check_agent_channels
-	if [ -n "$PROJECT_DIR" ] && mountpoint -q "$PROJECT_DIR"; then
-		case ",$(findmnt -no OPTIONS "$PROJECT_DIR" | tail -n 1)," in *,nosuid,*) ;; *) fail "project mount $PROJECT_DIR allows setuid" ;; esac
+	if ! project=$(cat "$PROJECT_FILE" 2>/dev/null); then
+		fail "$PROJECT_FILE is missing (the box's project mount point)"
+	elif [ -n "$project" ] && mountpoint -q "$project"; then
+		case ",$(findmnt -no OPTIONS "$project" | tail -n 1)," in *,nosuid,*) ;; *) fail "project mount $project allows setuid" ;; esac
 	fi
 }
 
