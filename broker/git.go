@@ -20,7 +20,8 @@ package broker
 //     this box may push to, on its stderr;
 //   - answers GET /.corral/policy itself, with those rules as text, so the box can read them
 //     before it tries;
-//   - refuses every other method and path (405, with a text body git shows);
+//   - refuses every other method and path (405, with a text body git shows): the dumb HTTP
+//     protocol and Git LFS are not forwarded;
 //   - logs every request (method, repository path, route, status) and, for a push, each ref with
 //     its old and new object and its verdict; never the credential.
 
@@ -227,6 +228,9 @@ func (b *Broker) serveGit(ctx context.Context, dc *deadlineConn, req *http.Reque
 	case op == "push":
 		return b.servePush(ctx, dc, req, rt, e, start)
 	}
+	if op == "fetch-refs" || op == "push-refs" {
+		e.Path += "?" + req.URL.RawQuery // which service: a fetch, or the start of a push
+	}
 	e.Rule = "git route " + rt.name
 	out := outgoing(req, rt.upstream, &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery})
 	return b.forwardRoute(ctx, dc, rt, req, out, e, start)
@@ -267,6 +271,7 @@ func (b *Broker) servePush(ctx context.Context, dc *deadlineConn, req *http.Requ
 			return false
 		}
 		body := reportStatus(push, decisions, rt)
+		e.BytesDown = int64(len(body))
 		b.record(e, start)
 		writeGitResult(dc, body)
 		return false

@@ -280,6 +280,13 @@ func TestGitRouteFetchAndPush(t *testing.T) {
 	if !sawMain || !sawDelete {
 		t.Errorf("egress log lacks the refused refs (main %v, delete %v)", sawMain, sawDelete)
 	}
+	var advertised bool
+	for _, e := range f.tb.entries(t) {
+		advertised = advertised || (e.Path == "/o/r.git/info/refs?service=git-receive-pack" && e.Decision == Allow)
+	}
+	if !advertised {
+		t.Error("egress log does not tell a push's start (info/refs?service=git-receive-pack) from a fetch")
+	}
 	data, _ := os.ReadFile(f.tb.logPath)
 	if strings.Contains(string(data), gitToken) || strings.Contains(string(data), strings.TrimPrefix(gitAuth, "Basic ")) {
 		t.Error("the egress log holds the token")
