@@ -44,6 +44,10 @@ type APIRoute struct {
 	Allow []string `json:"allow"`
 	// RootCAs verifies the upstream's certificate; nil means the host's roots (tests set it).
 	RootCAs *x509.CertPool `json:"-"`
+	// Git, when set, makes this a git route (git.go): Name is then the git host as git_tokens
+	// names it (HOST or HOST:PORT), Upstream must be https://NAME, Allow is unused (git
+	// smart-HTTP requests only), and the box calls http://HOST.git.corral/REPO.
+	Git *GitRules `json:"git,omitempty"`
 }
 
 // apiRoute is a checked route.
@@ -56,6 +60,18 @@ type apiRoute struct {
 	value    string
 	allow    [][2]string
 	roots    *x509.CertPool
+	// git and boxPort are set for git routes: the push rules, and the port the box calls.
+	git     *GitRules
+	boxPort uint16
+}
+
+// boxHost is the authority the box calls a git route at.
+func (rt *apiRoute) boxHost() string {
+	h := rt.upstream.Host + GitSuffix
+	if rt.boxPort != 80 {
+		h += fmt.Sprintf(":%d", rt.boxPort)
+	}
+	return h
 }
 
 // parseRoutes checks every route and keys them by the host the box uses.
@@ -63,6 +79,18 @@ func parseRoutes(routes []APIRoute) (map[string]*apiRoute, error) {
 	out := map[string]*apiRoute{}
 	var errs []error
 	for i, r := range routes {
+		if r.Git != nil {
+			rt, err := parseGitRoute(r)
+			if err == nil && out[rt.upstream.Host+GitSuffix] != nil {
+				err = errors.New("a second git route for the same host name")
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("git route %d %q: %w", i+1, r.Name, err))
+				continue
+			}
+			out[rt.upstream.Host+GitSuffix] = rt
+			continue
+		}
 		rt, err := parseRoute(r)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("api route %d %q: %w", i+1, r.Name, err))
@@ -105,6 +133,30 @@ func parseRoute(r APIRoute) (*apiRoute, error) {
 		return nil, errors.New("no allow patterns: the route would refuse everything")
 	}
 	return rt, nil
+}
+
+// parseGitRoute checks a git route: its name is the git host, its upstream https://NAME, its
+// header and value the credential, its patterns well formed.
+func parseGitRoute(r APIRoute) (*apiRoute, error) {
+	a, err := ParseAuthority(r.Name, 443)
+	if err != nil || a.Addr.IsValid() || r.Name != strings.ToLower(r.Name) || r.Upstream != "https://"+r.Name {
+		return nil, fmt.Errorf("must name a git host (HOST or HOST:PORT, lower case) and have the upstream https://NAME, not %q", r.Upstream)
+	}
+	if !httpguts.ValidHeaderFieldName(r.Header) || !httpguts.ValidHeaderFieldValue(r.Value) || r.Value == "" {
+		return nil, errors.New("header must be a valid header name and value a non-empty value without line breaks")
+	}
+	g := *r.Git
+	for _, p := range append(append([]string{}, g.Push...), g.Narrow...) {
+		if err := checkRefPattern(p); err != nil {
+			return nil, err
+		}
+	}
+	port := a.Port
+	if port == 443 {
+		port = 80
+	}
+	return &apiRoute{name: r.Name, upstream: a, tls: true, header: http.CanonicalHeaderKey(r.Header), value: r.Value,
+		roots: r.RootCAs, git: &g, boxPort: port}, nil
 }
 
 func validRouteName(s string) bool {
@@ -159,6 +211,14 @@ func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Reque
 		b.refuse(dc, start, withReason(e, "method or path not allowed on api route"), http.StatusMethodNotAllowed)
 		return false
 	}
+	return b.forwardRoute(ctx, dc, rt, req, outgoing(req, rt.upstream, &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery}), e, start)
+}
+
+// forwardRoute sends out to rt's upstream, on a connection to a checked address (over TLS for
+// https upstreams), with the route's credential in place of any the box sent, and relays the
+// answer; it reports whether the client connection may carry another request. req is the
+// box's request, answered "100 Continue" when it asks for that.
+func (b *Broker) forwardRoute(ctx context.Context, dc *deadlineConn, rt *apiRoute, req, out *http.Request, e Entry, start time.Time) bool {
 	v, ref := b.decideUpstream(ctx, rt.upstream)
 	if ref != nil {
 		e.Addr = ref.addr
@@ -186,8 +246,10 @@ func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Reque
 		up = tc
 	}
 	defer up.Close()
-	e.Addr, e.Rule = netip.AddrPortFrom(addr, rt.upstream.Port).String(), "api route "+rt.name
-	out := outgoing(req, rt.upstream, &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery})
+	if e.Rule == "" {
+		e.Rule = "api route " + rt.name
+	}
+	e.Addr = netip.AddrPortFrom(addr, rt.upstream.Port).String()
 	if (rt.tls && rt.upstream.Port == 443) || (!rt.tls && rt.upstream.Port == 80) {
 		out.Host = hostOnly(rt.upstream)
 	}

@@ -45,6 +45,9 @@ type Limits struct {
 	// Rate and Burst are the token bucket for requests per second. Defaults 50 and 100.
 	Rate  float64
 	Burst int
+	// MaxPushBytes caps the body of one push on a git route, which the broker holds whole
+	// before it decides (refused beyond). Default 2 GiB.
+	MaxPushBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -73,6 +76,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Burst <= 0 {
 		l.Burst = 100
+	}
+	if l.MaxPushBytes <= 0 {
+		l.MaxPushBytes = 2 << 30
 	}
 	return l
 }

@@ -75,6 +75,9 @@ func (b *Broker) serveHTTP(ctx context.Context, dc *deadlineConn, br *bufio.Read
 		return false
 	}
 	if rt := b.api[a.Host]; rt != nil && a.Host != "" {
+		if rt.git != nil {
+			return b.serveGit(ctx, dc, req, rt, e, start)
+		}
 		return b.serveAPI(ctx, dc, req, rt, e, start)
 	}
 	v, ref := b.decide(ctx, a)

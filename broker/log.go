@@ -46,6 +46,8 @@ type Entry struct {
 	// Route and Path are set for API broker requests only.
 	Route string `json:"route,omitempty"`
 	Path  string `json:"path,omitempty"`
+	// Refs are the refs of a push on a git route, each with its verdict.
+	Refs []RefDecision `json:"refs,omitempty"`
 }
 
 // Decisions.

@@ -115,6 +115,17 @@ type Config struct {
 	AgentMinAge time.Duration
 	// AgentVersions is `agent_versions` (trusted-only): agent name → exact pinned version.
 	AgentVersions map[string]string
+
+	// Fields below were added with git routes (issue 34); each names its TOML key.
+
+	// GitPush is `git_push`: the ref patterns a box in broker mode may push to through the
+	// broker, as the trusted layers set them and the repository narrowed them (gitpush.go).
+	GitPush RefPatterns
+	// GitPushDelete is `git_push_delete` (trusted-only): pushes may delete allowed refs.
+	GitPushDelete bool
+	// GitPushForce is `git_push_force` (trusted-only): pushes may update allowed refs without
+	// a proven fast-forward.
+	GitPushForce bool
 }
 
 // Default returns the built-in defaults, the lowest layer.

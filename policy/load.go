@@ -218,6 +218,10 @@ func (l *loader) apply(s setting, o Origin) {
 		l.applyRoute(s, o)
 		return
 	}
+	if s.spec.Name == "git_push" {
+		l.applyGitPush(s, o)
+		return
+	}
 	switch p := s.spec.field(c).(type) {
 	case *string:
 		*p = s.value.(string)

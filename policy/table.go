@@ -136,6 +136,8 @@ func (e *Effective) Settings() []Setting {
 		switch p := k.field(e.Config).(type) {
 		case *map[string]APIRoute:
 			out = append(out, e.routeSettings(k)...)
+		case *RefPatterns:
+			out = append(out, e.gitPushSettings(k)...)
 		case *[]string:
 			s := Setting{Key: k.Name, Class: k.Class.String(), Value: append([]string{}, *p...), Origins: []string{}}
 			for i := range *p {

@@ -83,6 +83,8 @@ func (l *loader) repoCheck(s setting) (Violation, bool) {
 	switch {
 	case isSandboxKey(spec):
 		// Narrowed against the manifest when a sandbox runs (NarrowSandbox), not here.
+	case spec.Name == "git_push":
+		// Narrowed against the trusted patterns once every layer is read (gitpush.go).
 	case spec.Class == ProjectMayTighten && spec.Kind != KindStringMap:
 		cur := get(c, spec)
 		if spec.rank(s.value) < spec.rank(cur) {

@@ -127,6 +127,8 @@ func checkItem(key, v, top string) string {
 		if !envNameRE.MatchString(v) {
 			return fmt.Sprintf("has an invalid variable name %q", v)
 		}
+	case "git_push":
+		return checkRefPattern(v)
 	case "api_brokers":
 		if !brokerRE.MatchString(v) {
 			return fmt.Sprintf("has an invalid broker name %q", v)

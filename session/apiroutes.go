@@ -12,7 +12,9 @@ package session
 //     http://NAME.api.corral and, for built-in routes, the agent's key variable to a
 //     placeholder the broker replaces; outside broker mode there is no broker, so the routes
 //     are not offered (a notice says so) but their variables are still withheld;
-//   - a route whose host variable is unset fails the session, naming the route and variable.
+//   - a route whose host variable is unset fails the session, naming the route and variable;
+//   - in broker mode each git_tokens host is a git route too (gitroutes.go), its token held
+//     like a route's.
 
 import (
 	"errors"
@@ -35,7 +37,8 @@ const RoutePlaceholder = "corral-api-broker-holds-the-key"
 type routePlan struct {
 	// routes are the broker's routes, credentials included.
 	routes []broker.APIRoute
-	// held maps each host variable a route holds to the route's name.
+	// held maps each host variable a route holds to the route it is held by ("api route NAME",
+	// "the broker's git route for HOST").
 	held map[string]string
 	// secrets are the credentials' values, for scrubbing the box's environment.
 	secrets []string
@@ -54,7 +57,7 @@ func planRoutes(cfg *policy.Config, lookup func(string) (string, bool)) (routePl
 			continue
 		}
 		for _, v := range r.ValueEnv {
-			p.held[v] = name
+			p.held[v] = "api route " + name
 		}
 		secret, from := routeSecret(r.ValueEnv, lookup)
 		switch {
@@ -68,6 +71,9 @@ func planRoutes(cfg *policy.Config, lookup func(string) (string, bool)) (routePl
 		p.secrets = append(p.secrets, secret)
 		p.routes = append(p.routes, broker.APIRoute{Name: name, Upstream: r.Upstream, Header: r.Header,
 			Value: r.ValuePrefix + secret, Allow: r.Allow})
+	}
+	if cfg.Network == policy.NetworkBroker {
+		errs = append(errs, p.planGitRoutes(cfg, lookup)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return p, hint.With(err, "set the host variable named (the secret stays on the host), or remove the route from api_brokers")
@@ -111,7 +117,7 @@ func (p routePlan) withholdSources(src *boxenv.Sources) []string {
 		return nil
 	}
 	var dropped []string
-	why := func(v string) string { return " (held on the host by api route " + p.held[v] + ")" }
+	why := func(v string) string { return " (held on the host by " + p.held[v] + ")" }
 	var fwd []string
 	for _, n := range src.ForwardEnv {
 		if _, ok := p.held[n]; ok {

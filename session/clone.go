@@ -111,7 +111,7 @@ func cloneBundle(cfg *policy.Config, brokerPort int) (provision.Bundle, error) {
 	if err != nil {
 		return provision.Bundle{}, err
 	}
-	b, err := provision.Render(provision.Options{Network: cfg.Network, User: vm.GuestUser(), BrokerPort: brokerPort, Packages: cfg.Packages, GitCredentialHelper: len(cfg.GitTokens) > 0,
+	b, err := provision.Render(provision.Options{Network: cfg.Network, User: vm.GuestUser(), BrokerPort: brokerPort, Packages: cfg.Packages, GitCredentialHelper: gitCredentialHelper(cfg),
 		ForwardPorts: fwd, SSHAgent: cfg.SSHAgent})
 	if err != nil {
 		return provision.Bundle{}, hint.With(err, "the values above come from the configuration and the host user name")

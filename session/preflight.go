@@ -118,6 +118,7 @@ func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []strin
 		for k, v := range b.proxyEnv() {
 			e.Values[k] = v
 		}
+		gitRouteEnv(b.Config, e.Values)
 	} else if len(b.Config.APIBrokers) > 0 {
 		b.req.notice(fmt.Sprintf("api_brokers %s: not offered in network %q (routes go through the broker); their host variables are still not passed into the box",
 			strings.Join(b.Config.APIBrokers, ", "), b.Config.Network))

@@ -48,7 +48,7 @@ func RenderGuest(ctx context.Context, p *project.Project, h home.Home, box strin
 	}
 	bundle, err := provision.Render(provision.Options{
 		Network: cfg.Network, User: vm.GuestUser(), ProjectDir: p.TopLevel, BrokerPort: brokerPort,
-		GitShadowScript: script, CoverScript: coverSh, Packages: cfg.Packages, Repo: repo, GitCredentialHelper: len(cfg.GitTokens) > 0,
+		GitShadowScript: script, CoverScript: coverSh, Packages: cfg.Packages, Repo: repo, GitCredentialHelper: gitCredentialHelper(cfg),
 		ForwardPorts: fwd, SSHAgent: cfg.SSHAgent,
 	})
 	return plan, bundle, hint.With(err, "the values above come from the repository, its config and the host user name")
