@@ -70,6 +70,7 @@ func commands() []*command {
 		{name: "info", group: groupDaily, summary: "show the repository, its box and what applies to it", define: defineInfo},
 		{name: "dashboard", group: groupDaily, summary: "a terminal UI of every box: state, mode, sessions, egress denials", define: defineDashboard},
 		{name: "audit", group: groupReview, usesBox: true, summary: "show the audit log of sessions and guards", define: defineAudit},
+		{name: "report", group: groupReview, usesBox: true, summary: "write a session's record as one JSON document, signed with an SSH key on request; verify one", define: defineReport},
 
 		{name: "agents", group: groupMaintenance, usesBox: true, summary: "list the agent catalogue and the host's verified agent store; install, update, verify, log out", define: defineAgents, verbs: agentsVerbs},
 
