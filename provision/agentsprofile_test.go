@@ -65,7 +65,7 @@ func TestAgentsProfileRendered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := b.Scripts[0]
+	base := b.Scripts[1] // after 05-box
 	if base.Name != "10-base.sh" || !strings.Contains(base.Body, "/etc/profile.d/corral-agents.sh") ||
 		!strings.Contains(base.Body, "PATH="+AgentBinGuest+":$PATH") {
 		t.Errorf("10-base does not install the agents' profile script:\n%s", base.Body)

@@ -30,10 +30,10 @@ func TestRenderGitCredential(t *testing.T) {
 		if b, err = Render(opts); err != nil {
 			t.Fatal(err)
 		}
-		if len(b.Scripts) < 2 || b.Scripts[1].Name != "15-git-credential.sh" || b.Scripts[1].Mode != ModeSystem {
-			t.Fatalf("%s: scripts %v, want 15-git-credential.sh (system) second", mode, names(b))
+		if len(b.Scripts) < 3 || b.Scripts[2].Name != "15-git-credential.sh" || b.Scripts[2].Mode != ModeSystem {
+			t.Fatalf("%s: scripts %v, want 15-git-credential.sh (system) right after 05-box and 10-base", mode, names(b))
 		}
-		body := b.Scripts[1].Body
+		body := b.Scripts[2].Body
 		if !strings.Contains(body, "\n"+boxenv.CredentialHelper) || !strings.Contains(body, "\thelper = "+boxenv.CredentialHelperPath+"\n") {
 			t.Errorf("%s: the script lacks the helper or the gitconfig line:\n%s", mode, body)
 		}
