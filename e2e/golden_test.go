@@ -196,14 +196,14 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 	})
 
 	// A base serves every project of its recipe and mode: a second project's first box resumes
-	// the same base (the product scripts that name the other project run again in it) and passes
-	// every guard with its own project mounted at its own path.
+	// the same base (05-box, which writes the project's mount point for the product's scripts,
+	// runs again in it) and passes every guard with its own project mounted at its own path.
 	t.Run("another project resumes the same base", func(t *testing.T) {
 		dir2 := newProject(t, "golden-other")
 		box2 := boxName(t, dir2)
 		cleanupBox(t, box2)
 		writeFile(t, filepath.Join(dir2, ".corral.toml"), "golden = true\nnetwork = \"broker\"\n", 0o644)
-		r := corral(t, dir2, nil, "run", "--yes", "--", "sh", "-c", "cat README && findmnt -n -o TARGET --target "+dir2+" && hostname && sudo -n /usr/local/libexec/corral/guard-check && grep -cF \"PROJECT_DIR='"+dir2+"'\" /usr/local/libexec/corral/guard-check")
+		r := corral(t, dir2, nil, "run", "--yes", "--", "sh", "-c", "cat README && findmnt -n -o TARGET --target "+dir2+" && hostname && sudo -n /usr/local/libexec/corral/guard-check && grep -cxF '"+dir2+"' /etc/corral/project-dir")
 		if r.code != 0 {
 			t.Fatalf("second project: exit %d: %s", r.code, r.stderr)
 		}
@@ -211,10 +211,10 @@ func TestGoldenSnapshotUndo(t *testing.T) {
 			t.Fatalf("the second project's box did not resume the existing base:\n%s", r.stderr)
 		}
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-		// The last line proves the base files were written again for this project: the guard
-		// check the base's memory came with names the first project.
+		// The last line proves 05-box ran again for this project: the base's memory came with
+		// the first project's mount point, which the guard check and the privilege drop read.
 		if len(lines) != 5 || lines[0] != "hello" || lines[1] != dir2 || lines[2] != "lima-"+box2 || !strings.Contains(lines[3], `"ok":true`) || lines[4] != "1" {
-			t.Fatalf("second project's box printed %q: want its README, its mount at %s, its hostname, a passing deep guard check and a guard check naming its project", r.stdout, dir2)
+			t.Fatalf("second project's box printed %q: want its README, its mount at %s, its hostname, a passing deep guard check and its project in /etc/corral/project-dir", r.stdout, dir2)
 		}
 		if g2, ok := baseUsedBy(goldens(t, dir2), box2); !ok || g2.Key != g.Key || !slices.Contains(g2.Users, box) {
 			t.Fatalf("golden list: the second box's base is %+v, want %s used by both boxes", g2, g.Key)
