@@ -38,6 +38,8 @@ echo done`
 // the key the host holds; the key is in no guest environment, argv or file, and in no host
 // file under CORRAL_HOME or host argv. Controls: the same upstream, reached directly through
 // the broker with a guessed key, answers 401; the route call without the route is refused.
+// The same box then runs the git push scenario (gitPushOnBox) against a git server on the
+// host's loopback.
 func TestKeysAPIBrokers(t *testing.T) {
 	group(t)
 	tail := make([]byte, 12)
@@ -78,7 +80,8 @@ base_url_env = "MYAPI_BASE"
 	writeProjectConfig(t, box, route)
 	// Every host process from here on is watched for the key on its argv.
 	scan := watchArgv(t, key)
-	setGroupEnv(t, "CORRAL_E2E_API_KEY="+key)
+	push := startGitPushServer(t) // the git push scenario's server (gitpush_test.go)
+	setGroupEnv(t, append([]string{"CORRAL_E2E_API_KEY=" + key}, push.env()...)...)
 
 	t.Run("the route answers with the host's key", func(t *testing.T) {
 		r := corral(t, dir, nil, "run", "--yes", "--", "bash", "-c", apiFetch, "fetch", "http://myapi.api.corral/items/7", "myapi.api.corral", "X-Api-Key: box-guess")
@@ -130,6 +133,7 @@ base_url_env = "MYAPI_BASE"
 			t.Errorf("config: the route is not shown with its origin, or the key is: %s", c.stdout)
 		}
 	})
+	gitPushOnBox(t, push, dir, box, route)
 	t.Run("control: without the route the same call is refused", func(t *testing.T) {
 		writeProjectConfig(t, box, strings.Replace(route, `api_brokers = ["myapi"]`, "", 1))
 		before := good.Load()

@@ -124,10 +124,11 @@ func TestLoadNeedsAbsolutePaths(t *testing.T) {
 	}
 }
 
-// TestGitTokenHosts: git_tokens keys are host names, with an optional port; nothing else.
+// TestGitTokenHosts: git_tokens keys are host names with a dot, or localhost (a git server on
+// the host's loopback, through the broker), with an optional port; nothing else.
 func TestGitTokenHosts(t *testing.T) {
-	good := []string{"github.com", "git.example.com:8443", "a.b.c:1"}
-	bad := []string{"", "localhost", "github.com:", "github.com:0", "github.com:99999", "github.com:08", "*.github.com",
+	good := []string{"github.com", "git.example.com:8443", "a.b.c:1", "localhost", "localhost:8443"}
+	bad := []string{"", "gitserver", "gitserver:8443", "Localhost", "localhost.", "localhost:", "localhost:0", "*.localhost", "localhost/x", "github.com:", "github.com:0", "github.com:99999", "github.com:08", "*.github.com",
 		"GitHub.com", "https://github.com", "github.com/org", "git hub.com", "github.com:443:1", "github.com\n"}
 	for _, h := range good {
 		if p := checkGitHost(h); p != "" {

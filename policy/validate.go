@@ -259,7 +259,9 @@ func checkHost(h string) string {
 
 // checkGitHost checks a git_tokens key: a DNS name, with an optional :port for a server on
 // another port (git then names the host as host:port in the credential protocol, which is
-// what the guest's helper matches).
+// what the guest's helper matches), or "localhost" (with an optional :port): in broker mode a
+// git route to a server on the host's loopback, which the broker reaches only with an egress
+// address entry for it (its address check, broker/api.go decideUpstream), as for an API route.
 func checkGitHost(h string) string {
 	if name, port, ok := strings.Cut(h, ":"); ok {
 		if !portOK(port) {
@@ -269,6 +271,9 @@ func checkGitHost(h string) string {
 	}
 	if strings.HasPrefix(h, "*") {
 		return "want a host name, not a wildcard"
+	}
+	if h == "localhost" {
+		return ""
 	}
 	return checkHost(h)
 }
