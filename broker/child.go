@@ -61,7 +61,7 @@ func childArgs(o ChildOptions) []string {
 		"--listen", "127.0.0.1:" + strconv.Itoa(o.Port),
 		"--secret-file", o.SecretFile, "--log", o.EgressLog}
 	if len(o.Allow) > 0 {
-		args = append(args, "--allow", strings.Join(o.Allow, ","))
+		args = append(args, "--allow", JoinAllow(o.Allow))
 	}
 	if len(o.APIRoutes) > 0 {
 		args = append(args, "--api-routes", routesFD, "--api-routes-digest", o.RoutesDigest)
@@ -166,14 +166,24 @@ func RoutesDigest(secret []byte, routes []APIRoute) string {
 
 // ChildRoutesDigest returns the --api-routes-digest a running broker child was started with
 // ("" when it has no routes or is not running).
-func ChildRoutesDigest(pid int) string {
+func ChildRoutesDigest(pid int) string { return childFlag(pid, "--api-routes-digest") }
+
+// ChildAllow returns the allow-list a running broker child was started with, as StartChild
+// passes it (the entries joined by commas; "" when it has none or is not running).
+func ChildAllow(pid int) string { return childFlag(pid, "--allow") }
+
+// JoinAllow is the allow-list as StartChild passes it, for comparing with ChildAllow.
+func JoinAllow(allow []string) string { return strings.Join(allow, ",") }
+
+// childFlag returns the value of flag on a running broker child's command line.
+func childFlag(pid int, flag string) string {
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return ""
 	}
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--api-routes-digest" {
+		if args[i] == flag {
 			return args[i+1]
 		}
 	}

@@ -189,7 +189,7 @@ var keys = slices.Concat([]KeySpec{
 		Doc: "Agent name → the exact version git corral installs instead of the catalogue's pin.",
 		Why: "chooses the code that runs with the agent's credentials", field: func(c *Config) any { return &c.AgentVersions }},
 	{Name: "egress", Class: TrustedOnly, Kind: KindStrings, Example: `["github.com", "*.pypi.org", "10.0.0.0/8"]`,
-		Doc: "The broker's allow-list: host, *.suffix, host:port, IP, CIDR, IP:port.",
+		Doc: "The broker's allow-list: host, *.suffix, host:port, IP, CIDR, IP:port. A change holds from the next session on: a running broker started with another list is restarted.",
 		Why: "widens what the box can reach through the host", field: func(c *Config) any { return &c.Egress }},
 	{Name: "env_file", Class: TrustedOnly, Kind: KindString, Example: `"~/.config/corral/env"`,
 		Doc: "A host dotenv file whose values are sent into sessions.",

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -279,5 +280,62 @@ func TestRouteBoxEnv(t *testing.T) {
 	}
 	if !strings.Contains(vars["HTTPS_PROXY"], "@192.168.5.2:18080") {
 		t.Errorf("a route's base_url_env replaced the proxy: HTTPS_PROXY=%q", vars["HTTPS_PROXY"])
+	}
+}
+
+// TestBrokerFollowsNarrowedEgress: a broker child started with an allow-list is restarted when
+// the allow-list changes, so a destination removed from egress is refused from the next session
+// on; the control, the same allow-list again, keeps the running child (same PID) and the
+// destination still answers through it.
+func TestBrokerFollowsNarrowedEgress(t *testing.T) {
+	exe := buildCorral(t)
+	defer func(f func() (string, error)) { brokerExe = f }(brokerExe)
+	brokerExe = func() (string, error) { return exe, nil }
+	up := newKeyUpstream(t)
+	upHost := strings.TrimPrefix(up.URL, "http://")
+	h := home.Home{Dir: t.TempDir()}
+	t.Setenv("LIMA_HOME", h.LimaHome())
+	m, box := &vm.Manager{Home: h}, "egress-abc123"
+	if err := m.WriteMeta(vm.Meta{Box: box}); err != nil {
+		t.Fatal(err)
+	}
+	port, err := broker.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	defer func() { meta, _ := m.ReadMeta(box); broker.StopChild(meta.BrokerPID, box) }()
+	cfg := policy.Default()
+	cfg.Network, cfg.Egress = policy.NetworkBroker, []string{upHost, "example.invalid"}
+	start := func() (int, []byte, []string) {
+		t.Helper()
+		var notices []string
+		secret, err := ensureBroker(ctx, m, box, cfg, port, func(s string) { notices = append(notices, s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, _ := m.ReadMeta(box)
+		return meta.BrokerPID, secret, notices
+	}
+	target := up.URL + "/v1/items/1"
+	pid1, secret, _ := start()
+	if code, _ := proxyGet(t, port, secret, "GET", target, nil); code == 403 {
+		t.Fatalf("an allowed destination: %d from the broker, want the upstream's answer", code)
+	}
+	pid2, secret, notices := start() // control: nothing changed
+	if pid2 != pid1 || len(notices) != 0 {
+		t.Fatalf("the same allow-list restarted the broker (pid %d → %d, %q)", pid1, pid2, notices)
+	}
+	if code, _ := proxyGet(t, port, secret, "GET", target, nil); code == 403 {
+		t.Fatalf("control: the allowed destination through the same broker: %d", code)
+	}
+	cfg.Egress = []string{"example.invalid"}
+	pid3, secret, notices := start()
+	if pid3 == pid1 || !slices.ContainsFunc(notices, func(s string) bool { return strings.Contains(s, "egress allow-list") }) {
+		t.Fatalf("a narrowed allow-list kept the broker (pid %d → %d, notices %q)", pid1, pid3, notices)
+	}
+	if code, _ := proxyGet(t, port, secret, "GET", target, nil); code != 403 {
+		t.Fatalf("the destination removed from egress: %d, want 403 from the broker", code)
 	}
 }

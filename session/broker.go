@@ -29,8 +29,10 @@ func brokerPort(cfg *policy.Config, meta vm.Meta) (int, error) {
 var brokerExe = os.Executable
 
 // ensureBroker makes the box's broker child run on its fixed port, restarting it when it died,
-// and records its PID; a child started with other API routes (apiroutes.go) is restarted with
-// the current ones. It returns the secret the guest's proxy settings carry.
+// and records its PID; a child started with another allow-list (egress) or other API routes
+// (apiroutes.go) is restarted with the current ones: it reads both only when it starts, and a
+// narrowed allow-list must hold from the next session on. It returns the secret the guest's
+// proxy settings carry.
 func ensureBroker(ctx context.Context, m *vm.Manager, box string, cfg *policy.Config, port int, notice func(string)) ([]byte, error) {
 	h := m.Home
 	if err := h.MkdirAll(h.Boxes()); err != nil {
@@ -50,12 +52,18 @@ func ensureBroker(ctx context.Context, m *vm.Manager, box string, cfg *policy.Co
 	}
 	digest := broker.RoutesDigest(secret, plan.routes)
 	if broker.ChildRunning(meta.BrokerPID, box) {
-		if broker.ChildRoutesDigest(meta.BrokerPID) == digest {
+		sameRoutes := broker.ChildRoutesDigest(meta.BrokerPID) == digest
+		sameAllow := broker.ChildAllow(meta.BrokerPID) == broker.JoinAllow(cfg.Egress)
+		if sameRoutes && sameAllow {
 			return secret, nil
 		}
-		// The routes or their credentials changed since the child started: it reads them only
-		// then, so it is restarted on the same port.
-		notice(fmt.Sprintf("api routes of box %s changed: restarting its broker", box))
+		// The allow-list, the routes or their credentials changed since the child started: it
+		// reads them only then, so it is restarted on the same port.
+		what := "api routes"
+		if !sameAllow {
+			what = "egress allow-list"
+		}
+		notice(fmt.Sprintf("%s of box %s changed: restarting its broker", what, box))
 		broker.StopChild(meta.BrokerPID, box)
 	}
 	exe, err := brokerExe()
