@@ -2,7 +2,7 @@ package report
 
 // The broker's egress log ($CORRAL_HOME/logs/egress-<box>.jsonl, written by broker.Log on the
 // host). Rules:
-//   - Read as broker.ReadLog reads it (the rotated generation first; lines that are not one
+//   - Read through broker.ScanLog, as broker.ReadLog reads it (the rotated generation first; lines that are not one
 //     entry are counted, never fatal), but each line is also kept as its members, so that
 //     fields this version does not know — a newer broker's — reach the record in Extra rather
 //     than being dropped.
@@ -12,12 +12,7 @@ package report
 //   - Entries are taken from the window by their time; every refusal is kept in full.
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -43,29 +38,15 @@ var knownKeys = func() map[string]bool {
 
 // readEgress reads the log at path (and path.1).
 func readEgress(path string) (entries []EgressEntry, bad int, err error) {
-	for _, p := range []string{path + ".1", path} {
-		f, err := os.Open(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("read egress log: %w", err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			e, ok := parseEgress(sc.Bytes())
-			if !ok {
-				bad++
-				continue
-			}
+	bad, err = broker.ScanLog(path, func(line []byte) bool {
+		e, ok := parseEgress(line)
+		if ok {
 			entries = append(entries, e)
 		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, 0, fmt.Errorf("read egress log %s: %w", p, err)
-		}
+		return ok
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return entries, bad, nil
 }
