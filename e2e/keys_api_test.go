@@ -134,6 +134,7 @@ base_url_env = "MYAPI_BASE"
 		}
 	})
 	gitPushOnBox(t, push, dir, box, route)
+	reportOnBox(t, dir)
 	t.Run("control: without the route the same call is refused", func(t *testing.T) {
 		writeProjectConfig(t, box, strings.Replace(route, `api_brokers = ["myapi"]`, "", 1))
 		before := good.Load()
