@@ -3,85 +3,38 @@ package broker
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/git-corral/git-corral/internal/gittest"
 )
 
 const gitToken = "ghp_git-token-held-on-the-host"
 
 // gitAuth is the Authorization value the broker adds, and the only one the server accepts.
-var gitAuth = "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+gitToken))
+var gitAuth = gittest.Basic(gitToken)
 
-// gitUpstream is a real smart-HTTP git server on loopback: git http-backend (receive-pack
-// enabled) behind TLS. It answers 401 to any request without the host's credential, and logs
-// every request with whether it carried that credential.
-type gitUpstream struct {
-	srv  *httptest.Server
-	root string
-	mu   sync.Mutex
-	log  []string
-}
+// gitUpstream is a real smart-HTTP git server on loopback (internal/gittest): git http-backend
+// (receive-pack enabled) behind TLS, answering 401 to any request without the host's credential
+// and logging every request with whether it carried that credential.
+type gitUpstream struct{ *gittest.Server }
 
 func startGitUpstream(t *testing.T) *gitUpstream {
 	t.Helper()
-	backend, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	u := &gitUpstream{root: t.TempDir()}
-	h := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(backend)), "git-http-backend"),
-		Env: []string{"GIT_PROJECT_ROOT=" + u.root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + u.root}}
-	u.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth := "none"
-		switch v := r.Header.Values("Authorization"); {
-		case len(v) == 1 && v[0] == gitAuth:
-			auth = "token"
-		case len(v) > 0:
-			auth = "other"
-		}
-		u.mu.Lock()
-		u.log = append(u.log, fmt.Sprintf("%s %s auth=%s", r.Method, r.URL.RequestURI(), auth))
-		u.mu.Unlock()
-		if auth != "token" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "credential required", http.StatusUnauthorized)
-			return
-		}
-		r.Header.Del("Authorization")
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(u.srv.Close)
-	return u
-}
-
-// requests returns the server's log lines that contain substr.
-func (u *gitUpstream) requests(substr string) []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var out []string
-	for _, l := range u.log {
-		if strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return out
+	return &gitUpstream{gittest.Start(t, gitAuth, nil)}
 }
 
 func (u *gitUpstream) port() uint16 {
-	return netip.MustParseAddrPort(strings.TrimPrefix(u.srv.URL, "https://")).Port()
+	return netip.MustParseAddrPort(strings.TrimPrefix(u.URL, "https://")).Port()
 }
 
 // gitBox is a hermetic git environment standing in for the box: its git reaches the upstream
@@ -137,7 +90,7 @@ func (g *gitBox) mustGit(t *testing.T, dir string, args ...string) string {
 // serverRef reads a ref of the upstream's repository directly ("" when absent).
 func (u *gitUpstream) ref(t *testing.T, ref string) string {
 	t.Helper()
-	out, err := exec.Command("git", "--git-dir", filepath.Join(u.root, "o", "r.git"), "rev-parse", "--verify", "-q", ref).Output()
+	out, err := exec.Command("git", "--git-dir", filepath.Join(u.Root, gittest.Repo), "rev-parse", "--verify", "-q", ref).Output()
 	if err != nil {
 		return ""
 	}
@@ -157,22 +110,9 @@ type gitFixture struct {
 func newGitFixture(t *testing.T, rules GitRules) *gitFixture {
 	t.Helper()
 	up := startGitUpstream(t)
-	seed := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--bare", "-b", "main", filepath.Join(up.root, "o", "r.git")},
-		{"-C", filepath.Join(up.root, "o", "r.git"), "config", "http.receivepack", "true"},
-		{"init", "-q", "-b", "main", seed},
-		{"-C", seed, "-c", "user.name=Seed", "-c", "user.email=seed@example.invalid", "commit", "-q", "--allow-empty", "-m", "seed"},
-		{"-C", seed, "push", "-q", filepath.Join(up.root, "o", "r.git"), "main"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Env = []string{"HOME=" + seed, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=" + os.Getenv("PATH")}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	up.Seed(t)
 	host := fmt.Sprintf("example.com:%d", up.port())
-	roots := up.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	roots := up.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	tb := startBroker(t, []string{fmt.Sprintf("127.0.0.1:%d", up.port())},
 		fakeResolver{"example.com": {netip.MustParseAddr("127.0.0.1")}}, nil, func(c *Config) {
 			c.APIRoutes = []APIRoute{{Name: host, Upstream: "https://" + host, Header: "Authorization", Value: gitAuth,
@@ -199,12 +139,12 @@ func (f *gitFixture) refused(t *testing.T, want string, refs []string, args ...s
 	for _, r := range refs {
 		before[r] = f.up.ref(t, r)
 	}
-	posts := len(f.up.requests("POST /o/r.git/git-receive-pack"))
+	posts := len(f.up.Requests("POST /o/r.git/git-receive-pack"))
 	out, err := f.box.git(t, "w", args...)
 	if err == nil || !strings.Contains(out, want) {
 		t.Errorf("git %s: err %v, output:\n%s\nwant a failure showing %q", strings.Join(args, " "), err, out, want)
 	}
-	if n := len(f.up.requests("POST /o/r.git/git-receive-pack")); n != posts {
+	if n := len(f.up.Requests("POST /o/r.git/git-receive-pack")); n != posts {
 		t.Errorf("git %s: the server received %d receive-pack POSTs, want none", strings.Join(args, " "), n-posts)
 	}
 	for _, r := range refs {
@@ -227,10 +167,10 @@ func TestGitRouteFetchAndPush(t *testing.T) {
 	if got := f.box.mustGit(t, "w", "rev-parse", "origin/main"); got != main || main == "" {
 		t.Fatalf("clone through the broker: origin/main %q, upstream main %q", got, main)
 	}
-	if n := len(f.up.requests("auth=token")); n == 0 || len(f.up.requests("auth=none")) != 0 || len(f.up.requests("auth=other")) != 0 {
-		t.Errorf("server log: every request must carry the host's credential and only that:\n%s", strings.Join(f.up.requests(""), "\n"))
+	if n := len(f.up.Requests("auth=token")); n == 0 || len(f.up.Requests("auth=none")) != 0 || len(f.up.Requests("auth=other")) != 0 {
+		t.Errorf("server log: every request must carry the host's credential and only that:\n%s", strings.Join(f.up.Requests(""), "\n"))
 	}
-	resp, err := f.up.srv.Client().Get(f.up.srv.URL + "/o/r.git/info/refs?service=git-upload-pack")
+	resp, err := f.up.Client().Get(f.up.URL + "/o/r.git/info/refs?service=git-upload-pack")
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("control: the server without the credential answered %v %v, want 401", resp, err)
 	}
@@ -244,9 +184,9 @@ func TestGitRouteFetchAndPush(t *testing.T) {
 	if got := f.up.ref(t, "refs/heads/corral/work"); got != c2 || c1 == c2 {
 		t.Fatalf("allowed pushes: upstream corral/work %q, want %q", got, c2)
 	}
-	posts := f.up.requests("POST /o/r.git/git-receive-pack")
-	if len(posts) != 2 || len(f.up.requests("auth=none")) != 1 || len(f.up.requests("auth=other")) != 0 { // the one: the control
-		t.Errorf("allowed pushes reached the server as %v; want two receive-pack POSTs, each with the credential; server log:\n%s", posts, strings.Join(f.up.requests(""), "\n"))
+	posts := f.up.Requests("POST /o/r.git/git-receive-pack")
+	if len(posts) != 2 || len(f.up.Requests("auth=none")) != 1 || len(f.up.Requests("auth=other")) != 0 { // the one: the control
+		t.Errorf("allowed pushes reached the server as %v; want two receive-pack POSTs, each with the credential; server log:\n%s", posts, strings.Join(f.up.Requests(""), "\n"))
 	}
 	f.box.mustGit(t, "w", "fetch", "-q", "origin")
 
@@ -381,7 +321,7 @@ func TestGitRoutePolicyAndRefusals(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(forged)
 	zw.Close()
-	posts := len(f.up.requests("POST"))
+	posts := len(f.up.Requests("POST"))
 	hdr := map[string]string{"Content-Type": "application/x-git-receive-pack-request", "Content-Encoding": "gzip"}
 	if code, body := do("POST", "/o/r.git/git-receive-pack", hdr, gz.Bytes()); code != http.StatusUnsupportedMediaType || !strings.Contains(body, "uncompressed") {
 		t.Errorf("gzip push body: %d %q, want 415", code, body)
@@ -389,8 +329,8 @@ func TestGitRoutePolicyAndRefusals(t *testing.T) {
 	if code, _ := do("GET", "/o/r.git/HEAD", nil, nil); code != http.StatusMethodNotAllowed {
 		t.Errorf("dumb-HTTP path: %d, want 405", code)
 	}
-	if n := len(f.up.requests("POST")); n != posts || len(f.up.requests("/HEAD")) != 0 {
-		t.Errorf("refused requests reached the server:\n%s", strings.Join(f.up.requests(""), "\n"))
+	if n := len(f.up.Requests("POST")); n != posts || len(f.up.Requests("/HEAD")) != 0 {
+		t.Errorf("refused requests reached the server:\n%s", strings.Join(f.up.Requests(""), "\n"))
 	}
 
 	// Control for the gzip case and the forged create: the same body uncompressed passes the
@@ -398,7 +338,7 @@ func TestGitRoutePolicyAndRefusals(t *testing.T) {
 	// because the ref exists.
 	delete(hdr, "Content-Encoding")
 	code, body := do("POST", "/o/r.git/git-receive-pack", hdr, forged)
-	if code != 200 || len(f.up.requests("POST")) != posts+1 || strings.Contains(body, "ok refs/heads/corral/work") {
+	if code != 200 || len(f.up.Requests("POST")) != posts+1 || strings.Contains(body, "ok refs/heads/corral/work") {
 		t.Errorf("forged create: %d %q", code, body)
 	}
 	if got := f.up.ref(t, "refs/heads/corral/work"); got != work {

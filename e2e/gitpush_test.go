@@ -8,28 +8,17 @@ package e2e
 // through the host's roots.
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/git-corral/git-corral/internal/gittest"
 )
 
 // gitPushMarker begins the push token; the guest searches for it (never for the whole token,
@@ -43,12 +32,9 @@ const gitPushVar = "CORRAL_E2E_PUSH_TOKEN"
 // answers 401 to a request without the token as git's basic credential, and logs every request
 // with whether it carried an Authorization header and whether that was the token.
 type gitPushServer struct {
-	srv   *httptest.Server
-	root  string // GIT_PROJECT_ROOT; the repository is o/r.git
-	token string
-	roots string // PEM file trusting the certificate, readable by the test user
-	mu    sync.Mutex
-	log   []string
+	*gittest.Server // Root is GIT_PROJECT_ROOT; the repository is gittest.Repo
+	token           string
+	roots           string // PEM file trusting the certificate, readable by the test user
 }
 
 // startGitPushServer starts the server with o/r.git holding main with one commit.
@@ -56,9 +42,8 @@ func startGitPushServer(t *testing.T) *gitPushServer {
 	t.Helper()
 	tail := make([]byte, 12)
 	rand.Read(tail)
-	s := &gitPushServer{root: t.TempDir(), token: gitPushMarker + hex.EncodeToString(tail)}
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+s.token))
-	cert, pemBytes := localhostCert(t)
+	s := &gitPushServer{token: gitPushMarker + hex.EncodeToString(tail)}
+	cert, pemBytes := gittest.LocalhostCert(t)
 	rootsDir, err := os.MkdirTemp(e2eBase, "gitpush-roots-")
 	if err != nil {
 		t.Fatal(err)
@@ -71,100 +56,32 @@ func startGitPushServer(t *testing.T) *gitPushServer {
 	if err := os.Chmod(rootsDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	execPath, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	backend := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
-		Env: []string{"GIT_PROJECT_ROOT=" + s.root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + s.root}}
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := "none"
-		switch v := r.Header.Values("Authorization"); {
-		case len(v) == 1 && v[0] == auth:
-			got = "token"
-		case len(v) > 0:
-			got = "other"
-		}
-		s.mu.Lock()
-		s.log = append(s.log, fmt.Sprintf("%s %s auth=%s", r.Method, r.URL.RequestURI(), got))
-		s.mu.Unlock()
-		if got != "token" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "credential required", http.StatusUnauthorized)
-			return
-		}
-		r.Header.Del("Authorization")
-		backend.ServeHTTP(w, r)
-	}))
-	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	s.srv.StartTLS()
-	t.Cleanup(s.srv.Close)
-	seed := t.TempDir()
-	bare := filepath.Join(s.root, "o", "r.git")
-	for _, args := range [][]string{
-		{"init", "-q", "--bare", "-b", "main", bare},
-		{"-C", bare, "config", "http.receivepack", "true"},
-		{"init", "-q", "-b", "main", seed},
-		{"-C", seed, "-c", "user.name=Seed", "-c", "user.email=seed@example.invalid", "commit", "-q", "--allow-empty", "-m", "seed"},
-		{"-C", seed, "push", "-q", bare, "main"},
-	} {
-		s.git(t, args...)
-	}
+	s.Server = gittest.Start(t, gittest.Basic(s.token), &cert)
+	s.Seed(t)
 	return s
-}
-
-// localhostCert is a self-signed certificate for localhost and its PEM.
-func localhostCert(t *testing.T) (tls.Certificate, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{"localhost"}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(6 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // git runs the host's git on the server's side, hermetically.
 func (s *gitPushServer) git(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Env = []string{"HOME=" + s.root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=" + os.Getenv("PATH")}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return s.Git(t, args...)
 }
 
 // refs are the server repository's refs, one "NAME OBJECT" a line.
 func (s *gitPushServer) refs(t *testing.T) string {
 	t.Helper()
-	return s.git(t, "--git-dir", filepath.Join(s.root, "o", "r.git"), "for-each-ref", "--format=%(refname) %(objectname)")
+	return s.git(t, "--git-dir", filepath.Join(s.Root, gittest.Repo), "for-each-ref", "--format=%(refname) %(objectname)")
 }
 
 // mark is the length of the server's log, for since.
-func (s *gitPushServer) mark() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.log)
-}
+func (s *gitPushServer) mark() int { return len(s.Log()) }
 
 // since returns the log lines after mark.
-func (s *gitPushServer) since(mark int) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.log[mark:]...)
-}
+func (s *gitPushServer) since(mark int) []string { return s.Log()[mark:] }
 
 // host is the server's git_tokens key.
 func (s *gitPushServer) host() string {
-	return "localhost:" + strings.TrimPrefix(s.srv.URL, "https://127.0.0.1:")
+	return "localhost:" + strings.TrimPrefix(s.URL, "https://127.0.0.1:")
 }
 
 // env is what the group's commands need for the server: the token's variable, and the roots the
@@ -257,7 +174,7 @@ func gitPushOnBox(t *testing.T, s *gitPushServer, dir, box, route string) {
 	writeProjectConfig(t, box, gitPushConfig(t, route, s))
 	url := "https://" + s.host() + "/o/r.git"
 	routeHost := "localhost.git.corral:" + strings.TrimPrefix(s.host(), "localhost:")
-	mainBefore := s.git(t, "--git-dir", filepath.Join(s.root, "o", "r.git"), "rev-parse", "main")
+	mainBefore := s.git(t, "--git-dir", filepath.Join(s.Root, gittest.Repo), "rev-parse", "main")
 
 	t.Run("git: the policy is readable, clone, fetch and a push to corral/x work through the broker", func(t *testing.T) {
 		mark := s.mark()
@@ -288,7 +205,7 @@ func gitPushOnBox(t *testing.T, s *gitPushServer, dir, box, route string) {
 		if pushed == nil {
 			t.Fatalf("the box printed no pushed commit: %s", r.stdout)
 		}
-		if got := strings.TrimSpace(s.git(t, "--git-dir", filepath.Join(s.root, "o", "r.git"), "rev-parse", "refs/heads/corral/x")); got != pushed[1] {
+		if got := strings.TrimSpace(s.git(t, "--git-dir", filepath.Join(s.Root, gittest.Repo), "rev-parse", "refs/heads/corral/x")); got != pushed[1] {
 			t.Errorf("the server's corral/x is %s, the box pushed %s", got, pushed[1])
 		}
 		if !strings.Contains(r.stdout, "FETCHED="+pushed[1]+"\n") {
@@ -334,7 +251,7 @@ func gitPushOnBox(t *testing.T, s *gitPushServer, dir, box, route string) {
 		if after := s.refs(t); after != refsBefore {
 			t.Errorf("the server's refs changed:\nbefore:\n%s\nafter:\n%s", refsBefore, after)
 		}
-		if got := s.git(t, "--git-dir", filepath.Join(s.root, "o", "r.git"), "rev-parse", "main"); got != mainBefore {
+		if got := s.git(t, "--git-dir", filepath.Join(s.Root, gittest.Repo), "rev-parse", "main"); got != mainBefore {
 			t.Errorf("the server's main moved from %s to %s", mainBefore, got)
 		}
 		// What reached the server during the four pushes: each push's ref advertisement (a

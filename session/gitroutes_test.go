@@ -2,28 +2,20 @@ package session
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/gittest"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
 )
@@ -34,89 +26,29 @@ const gitTokenValue = "ghp_session-git-token-5e1f0c"
 // child (a separate process, which takes its roots from SSL_CERT_FILE).
 func localhostTLS(t *testing.T) (tls.Certificate, string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{"localhost"}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert, pemBytes := gittest.LocalhostCert(t)
 	file := filepath.Join(t.TempDir(), "roots.pem")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(file, pemBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, file
+	return cert, file
 }
 
-// gitServer is git http-backend over TLS for localhost, accepting only the token as git's
-// basic credential and logging each request with whether it carried it.
-type gitServer struct {
-	*httptest.Server
-	root string
-	mu   sync.Mutex
-	log  []string
-}
+// gitServer is git http-backend over TLS for localhost (internal/gittest), accepting only the
+// token as git's basic credential and logging each request with whether it carried it.
+type gitServer struct{ *gittest.Server }
 
 func startGitServer(t *testing.T, cert tls.Certificate) *gitServer {
 	t.Helper()
-	exec1, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &gitServer{root: t.TempDir()}
-	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+gitTokenValue))
-	h := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(exec1)), "git-http-backend"),
-		Env: []string{"GIT_PROJECT_ROOT=" + s.root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + s.root}}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok := r.Header.Get("Authorization") == want
-		s.mu.Lock()
-		s.log = append(s.log, fmt.Sprintf("%s %s token=%v", r.Method, r.URL.Path, ok))
-		s.mu.Unlock()
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "credential required", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	repo := filepath.Join(s.root, "o", "r.git")
-	seed := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--bare", "-b", "main", repo}, {"-C", repo, "config", "http.receivepack", "true"},
-		{"init", "-q", "-b", "main", seed},
-		{"-C", seed, "-c", "user.name=S", "-c", "user.email=s@example.invalid", "commit", "-q", "--allow-empty", "-m", "seed"},
-		{"-C", seed, "push", "-q", repo, "main"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Env = []string{"HOME=" + seed, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=" + os.Getenv("PATH")}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	s := &gitServer{gittest.Start(t, gittest.Basic(gitTokenValue), &cert)}
+	s.Seed(t)
 	return s
 }
 
-func (s *gitServer) entries(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, l := range s.log {
-		if strings.Contains(l, substr) {
-			n++
-		}
-	}
-	return n
-}
+func (s *gitServer) entries(substr string) int { return len(s.Requests(substr)) }
 
 func (s *gitServer) ref(name string) string {
-	out, _ := exec.Command("git", "--git-dir", filepath.Join(s.root, "o", "r.git"), "rev-parse", "--verify", "-q", name).Output()
+	out, _ := exec.Command("git", "--git-dir", filepath.Join(s.Root, gittest.Repo), "rev-parse", "--verify", "-q", name).Output()
 	return strings.TrimSpace(string(out))
 }
 
@@ -205,8 +137,8 @@ func TestGitTokensThroughBroker(t *testing.T) {
 	mustGit("clone", "-q", "https://"+host+"/o/r.git", "w")
 	mustGit("-C", "w", "commit", "-q", "--allow-empty", "-m", "work")
 	mustGit("-C", "w", "push", "-q", "origin", "HEAD:refs/heads/corral/work")
-	if srv.ref("refs/heads/corral/work") == "" || srv.entries("token=false") != 0 {
-		t.Fatalf("allowed push: corral/work %q; server log %v", srv.ref("refs/heads/corral/work"), srv.log)
+	if srv.ref("refs/heads/corral/work") == "" || len(srv.Requests("auth=none"))+len(srv.Requests("auth=other")) != 0 {
+		t.Fatalf("allowed push: corral/work %q; server log %v", srv.ref("refs/heads/corral/work"), srv.Log())
 	}
 	posts := srv.entries("POST /o/r.git/git-receive-pack")
 	main := srv.ref("refs/heads/main")
@@ -224,7 +156,7 @@ func TestGitTokensThroughBroker(t *testing.T) {
 		}
 	}
 	if srv.entries("POST /o/r.git/git-receive-pack") != posts || srv.ref("refs/heads/main") != main || srv.ref("refs/heads/corral/work") == "" {
-		t.Errorf("refused pushes reached the server or changed its refs: %v", srv.log)
+		t.Errorf("refused pushes reached the server or changed its refs: %v", srv.Log())
 	}
 
 	cfg.GitPushDelete, cfg.GitPushForce = true, true
