@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
 )
@@ -24,6 +25,9 @@ func BeforeSession(ctx context.Context, m *vm.Manager, box string, cfg *policy.C
 		if b.Stopped {
 			notice(fmt.Sprintf("stopped box %s: idle for %s (idle_stop %s)", b.Box, time.Duration(b.IdleSecs)*time.Second, b.Limit))
 		}
+	}
+	if err := AuditIdleStops(ctx, m, boxes, "a session of box "+box); err != nil {
+		notice(err.Error())
 	}
 	if cfg.Snapshot {
 		autoSnapshot(ctx, m, box, cfg, notice)
@@ -57,4 +61,21 @@ func autoSnapshot(ctx context.Context, m *vm.Manager, box string, cfg *policy.Co
 			notice("old automatic snapshots not pruned: " + err.Error())
 		}
 	}
+}
+
+// AuditIdleStops records in the sessions log each box of boxes that StopIdle stopped (event
+// "stop"; by says who: gc, or the session whose start found it idle), like a watcher's stops.
+func AuditIdleStops(ctx context.Context, m *vm.Manager, boxes []vm.IdleBox, by string) error {
+	for _, b := range boxes {
+		if !b.Stopped {
+			continue
+		}
+		meta, _ := m.ReadMeta(b.Box)
+		rec := audit.Record{Event: audit.EventStop, Box: b.Box, Project: meta.Project, Network: meta.Network,
+			Detail: fmt.Sprintf("stopped by %s: idle_stop %s (no session for %s)", by, b.Limit, (time.Duration(b.IdleSecs) * time.Second).String())}
+		if err := AuditLog(m.Home).Append(context.WithoutCancel(ctx), rec); err != nil {
+			return fmt.Errorf("stopped idle box %s, but not audited: %w", b.Box, err)
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
@@ -113,5 +114,26 @@ func TestAutoSnapshot(t *testing.T) {
 				t.Errorf("notices %q: a snapshot announced = %v, want %v", said, took, c.snapshot)
 			}
 		})
+	}
+}
+
+// TestAuditIdleStops: each box StopIdle stopped is a "stop" record naming who stopped it and
+// its idle_stop; a box it found idle but did not stop (the control) is not.
+func TestAuditIdleStops(t *testing.T) {
+	h := home.Home{Dir: t.TempDir()}
+	m := &vm.Manager{Home: h}
+	boxes := []vm.IdleBox{
+		{Box: "stopped-1", IdleSecs: 90, Limit: "1m0s", Stopped: true},
+		{Box: "busy-2", IdleSecs: 90, Limit: "1m0s", Error: "box is busy"},
+	}
+	must(t, AuditIdleStops(context.Background(), m, boxes, "git corral gc"))
+	res, err := audit.Read(filepath.Join(h.Logs(), "sessions.jsonl"), audit.Filter{})
+	must(t, err)
+	if len(res.Records) != 1 {
+		t.Fatalf("records: %+v, want one stop", res.Records)
+	}
+	r := res.Records[0]
+	if r.Event != audit.EventStop || r.Box != "stopped-1" || !strings.Contains(r.Detail, "git corral gc: idle_stop 1m0s (no session for 1m30s)") {
+		t.Fatalf("record %+v", r)
 	}
 }

@@ -116,7 +116,7 @@ func (m *Manager) IdleBoxes(now time.Time, fallback time.Duration) ([]IdleBox, e
 			continue
 		}
 		since, limit, busy := m.lastSession(n, fallback)
-		if busy || limit <= 0 || since.IsZero() {
+		if busy || limit <= 0 || since.IsZero() || m.watched(n) {
 			continue
 		}
 		if idle := now.Sub(since); idle >= limit {
@@ -124,6 +124,27 @@ func (m *Manager) IdleBoxes(now time.Time, fallback time.Duration) ([]IdleBox, e
 		}
 	}
 	return out, nil
+}
+
+// watched reports whether box's lifecycle watcher (watch.go) is alive: it holds the box's
+// .watch lock for its life. A watched box is the watcher's to stop: it counts the idle time
+// from the poll that first saw no session, while the marker's mtime may be up to a minute
+// (sessionTouch) older than the end of a session that never touched it at its end (one that
+// exits without calling end, or by a signal). Counting from the mtime, another command's
+// StopIdle stopped a box 9 s after its session under idle_stop 20s (CI, TestKeysLifecycle).
+// The probe takes a shared lock for a moment; a watcher starting in that moment retries
+// (lockWatch) rather than leaving.
+func (m *Manager) watched(box string) bool {
+	f, err := os.OpenFile(filepath.Join(m.Home.Boxes(), box+".watch"), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }
 
 // lastSession reads box's marker: when a session was last alive, its idle limit, and whether a

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -48,4 +49,38 @@ func locked(t *testing.T, p string) bool {
 	}
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
+}
+
+// TestWatchLockOutlastsProbe: a watcher starting while StopIdle's probe (watched) holds the
+// shared lock for a moment still takes its lock; the control, a watcher holding it, makes a
+// second one see errLocked.
+func TestWatchLockOutlastsProbe(t *testing.T) {
+	h := home.Home{Dir: t.TempDir()}
+	m := &Manager{Home: h}
+	if err := h.MkdirAll(h.Boxes()); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(h.Boxes(), "b.watch")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(2 * watchLockGap); f.Close() }()
+	unlock, err := lockWatch(p)
+	if err != nil {
+		t.Fatalf("a watcher gave up on a lock held for a moment: %v", err)
+	}
+	if !m.watched("b") {
+		t.Fatal("watched says no watcher while one holds the lock")
+	}
+	if _, err := lockWatch(p); !errors.Is(err, errLocked) {
+		t.Fatalf("second watcher: %v, want errLocked", err)
+	}
+	unlock()
+	if m.watched("b") {
+		t.Fatal("watched says a watcher lives after it let go")
+	}
 }

@@ -98,7 +98,8 @@ func TestSessionMarker(t *testing.T) {
 
 // TestIdleBoxes: a running box (a Lima instance directory whose host agent and QEMU pids are
 // alive: this test process stands in for both) is idle once its last session is older than
-// idle_stop, never while a session holds it, and never with a limit of 0.
+// idle_stop, never while a session holds it or its watcher lives (the watcher stops it), and
+// never with a limit of 0.
 func TestIdleBoxes(t *testing.T) {
 	h := home.Home{Dir: t.TempDir()}
 	t.Setenv("LIMA_HOME", h.LimaHome())
@@ -136,9 +137,21 @@ func TestIdleBoxes(t *testing.T) {
 		t.Fatalf("box with a live session reported idle: %+v", idle)
 	}
 	end()
+	// A live watcher holds the box: it, not the marker's mtime, says when the idle time began.
+	if err := h.MkdirAll(h.Boxes()); err != nil {
+		t.Fatal(err)
+	}
+	unlockWatch, err := lockWatch(filepath.Join(h.Boxes(), "b1.watch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idle, _ := m.IdleBoxes(later, time.Minute); len(idle) != 0 {
+		t.Fatalf("a box its watcher watches reported idle to others: %+v", idle)
+	}
+	unlockWatch()
 	idle, err := m.IdleBoxes(later, time.Minute)
 	if err != nil || len(idle) != 1 || idle[0].Box != "b1" || idle[0].Limit != "30m0s" {
-		t.Fatalf("an hour after the session: %+v, %v; want b1 idle against its 30m", idle, err)
+		t.Fatalf("an hour after the session, no watcher: %+v, %v; want b1 idle against its 30m", idle, err)
 	}
 	if idle, _ := m.IdleBoxes(time.Now().Add(10*time.Minute), time.Minute); len(idle) != 0 {
 		t.Fatalf("10 minutes after the session, under 30m: %+v", idle)

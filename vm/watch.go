@@ -59,7 +59,7 @@ func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration, onS
 		return WatchResult{}, err
 	}
 	lock := filepath.Join(m.Home.Boxes(), box+".watch")
-	unlock, err := lockExclusive(lock)
+	unlock, err := lockWatch(lock)
 	if errors.Is(err, errLocked) {
 		return WatchResult{Reason: "another watcher watches the box"}, nil
 	}
@@ -87,7 +87,7 @@ func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration, onS
 				r.Stopped = stopped
 				return r, nil
 			}
-			if unlock, err = lockExclusive(lock); err != nil {
+			if unlock, err = lockWatch(lock); err != nil {
 				return WatchResult{Stopped: stopped, Reason: "another watcher took over"}, nil
 			}
 		}
@@ -96,6 +96,25 @@ func (m *Manager) Watch(ctx context.Context, box string, poll time.Duration, onS
 			return WatchResult{Stopped: stopped, Reason: "told to end"}, ctx.Err()
 		case <-t.C:
 		}
+	}
+}
+
+// watchLockTries is how many times, watchLockGap apart, a watcher tries its lock before it
+// takes a holder for another watcher: StopIdle's probe (Manager.watched) holds it for a moment.
+const (
+	watchLockTries = 5
+	watchLockGap   = 20 * time.Millisecond
+)
+
+// lockWatch takes a watcher's lock (lockExclusive), trying again while something holds it
+// for a moment.
+func lockWatch(path string) (unlock func(), err error) {
+	for i := 0; ; i++ {
+		unlock, err = lockExclusive(path)
+		if !errors.Is(err, errLocked) || i+1 >= watchLockTries {
+			return unlock, err
+		}
+		time.Sleep(watchLockGap)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/session"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -36,6 +37,9 @@ func defineGC(fs *pflag.FlagSet) runFunc {
 		}
 		boxes, err := m.StopIdle(ctx, time.Now(), limit, "", *dry)
 		if err != nil {
+			return err
+		}
+		if err := session.AuditIdleStops(ctx, m, boxes, "git corral gc"); err != nil {
 			return err
 		}
 		if *jsonOut {
