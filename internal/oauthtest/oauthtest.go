@@ -91,6 +91,14 @@ func (s *Server) AuthSeen() map[string]int {
 	return out
 }
 
+// Revoke makes the provider refuse the current access token from now on (as when a provider
+// ends a session early); the refresh token stays valid.
+func (s *Server) Revoke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expires = time.Now().Add(-time.Second)
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/oauth/token" {
 		s.token(w, r)
