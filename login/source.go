@@ -83,8 +83,18 @@ func (s *Source) Invalidate(ctx context.Context, stale string) (string, error) {
 	return s.refresh(ctx, stale, true)
 }
 
+// expired says r's access token is expired or within the skew of it. A token that lives
+// shorter than four skews gets a quarter of its lifetime instead, so it is not refreshed at
+// every use.
 func (s *Source) expired(r Record) bool {
-	return r.Kind == KindOAuth && !r.ExpiresAt.IsZero() && !s.now().Add(s.skew).Before(r.ExpiresAt)
+	if r.Kind != KindOAuth || r.ExpiresAt.IsZero() {
+		return false
+	}
+	skew := s.skew
+	if life := r.ExpiresAt.Sub(r.Refreshed); !r.Refreshed.IsZero() && life > 0 && life/4 < skew {
+		skew = life / 4
+	}
+	return !s.now().Add(skew).Before(r.ExpiresAt)
 }
 
 // refresh replaces stale under the login's lock; force refreshes a token that has not expired.

@@ -60,9 +60,10 @@ var (
 
 var nameRE = lazyre.New(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
-// CheckName checks a login name (it becomes a file name).
+// CheckName checks a login name (it becomes a file name; "none" is agent_login's word for no
+// login).
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE.MatchString(name) || name == "none" {
 		return fmt.Errorf("login %q: %w", name, ErrBadName)
 	}
 	return nil
