@@ -50,10 +50,10 @@ func TestStoreFiles(t *testing.T) {
 	if s := fmt.Sprintf("%+v", list); strings.Contains(s, oauthtest.Marker) {
 		t.Errorf("the listing shows a token: %s", s)
 	}
-	if _, err := login.Load(home, "none"); !errors.Is(err, login.ErrNoLogin) {
+	if _, err := login.Load(home, "absent"); !errors.Is(err, login.ErrNoLogin) {
 		t.Errorf("missing login: %v", err)
 	}
-	for _, bad := range []string{"Work", "../x", "", "a b", "-x"} {
+	for _, bad := range []string{"Work", "../x", "", "a b", "-x", "none"} {
 		if err := login.Save(home, bad, r); !errors.Is(err, login.ErrBadName) {
 			t.Errorf("name %q: %v", bad, err)
 		}
@@ -232,4 +232,25 @@ func childToken(file string) int {
 		return 1
 	}
 	return 0
+}
+
+// TestClaudeInputs: the token is found in setup-token's whole output; text with none or two is
+// refused; Claude Code's credentials file becomes a refreshable login with its expiry.
+func TestClaudeInputs(t *testing.T) {
+	r, err := login.ClaudeToken("Your token:\n\n  sk-ant-oat01-abc  \n\nStore it.")
+	if err != nil || r.AccessToken != "sk-ant-oat01-abc" || r.Kind != login.KindToken {
+		t.Errorf("ClaudeToken: %+v %v", r, err)
+	}
+	for _, bad := range []string{"", "hello", "sk-ant-a sk-ant-b"} {
+		if _, err := login.ClaudeToken(bad); !errors.Is(err, login.ErrBadRecord) {
+			t.Errorf("ClaudeToken(%q): %v", bad, err)
+		}
+	}
+	r, err = login.ImportClaude([]byte(`{"claudeAiOauth":{"accessToken":"a","refreshToken":"r","expiresAt":1999999999000}}`))
+	if err != nil || r.Kind != login.KindOAuth || r.TokenURL != login.ClaudeTokenURL || r.ExpiresAt.Year() != 2033 {
+		t.Errorf("ImportClaude: %+v %v", r, err)
+	}
+	if _, err := login.ImportClaude([]byte(`{"claudeAiOauth":{"accessToken":"a"}}`)); !errors.Is(err, login.ErrBadRecord) {
+		t.Errorf("ImportClaude without a refresh token: %v", err)
+	}
 }
