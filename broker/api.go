@@ -9,7 +9,11 @@ package broker
 //   - drops any header the box sent under the credential's name, adds the credential, and sends
 //     the request to the route's upstream on a connection to a checked address (public, or named
 //     by an address entry of the allow-list), over TLS for https upstreams;
-//   - logs method, path, route and status; never the credential.
+//   - logs method, path, route and status; never the credential;
+//   - a login route (APIRoute.Login) takes the credential from a host-held subscription login
+//     (package login) at every request instead of a fixed value: refreshed once under the
+//     login's lock when it has expired, and marked stale when the upstream answers 401, so the
+//     next request (of any box) refreshes it.
 
 import (
 	"context"
@@ -21,10 +25,13 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/git-corral/git-corral/login"
 )
 
 // APISuffix is the host suffix under which the box reaches API routes.
@@ -40,6 +47,10 @@ type APIRoute struct {
 	// "Authorization" and "Bearer …". The value is held on the host and never logged.
 	Header string `json:"header"`
 	Value  string `json:"value"`
+	// Login, when set, is the file of a host-held login (login.Path): the header's value is then
+	// Value (a prefix such as "Bearer ", may be empty) followed by the login's current access
+	// token, read at every request. Only the file's name travels to the broker child.
+	Login string `json:"login,omitempty"`
 	// Allow are the permitted requests, "METHOD /path" or "METHOD /prefix/*".
 	Allow []string `json:"allow"`
 	// RootCAs verifies the upstream's certificate; nil means the host's roots (tests set it).
@@ -58,6 +69,7 @@ type apiRoute struct {
 	base     string
 	header   string
 	value    string
+	login    *login.Source
 	allow    [][2]string
 	roots    *x509.CertPool
 	// git and boxPort are set for git routes: the push rules, and the port the box calls.
@@ -75,7 +87,7 @@ func (rt *apiRoute) boxHost() string {
 }
 
 // parseRoutes checks every route and keys them by the host the box uses.
-func parseRoutes(routes []APIRoute) (map[string]*apiRoute, error) {
+func parseRoutes(routes []APIRoute, lo login.Options) (map[string]*apiRoute, error) {
 	out := map[string]*apiRoute{}
 	var errs []error
 	for i, r := range routes {
@@ -91,7 +103,7 @@ func parseRoutes(routes []APIRoute) (map[string]*apiRoute, error) {
 			out[rt.upstream.Host+GitSuffix] = rt
 			continue
 		}
-		rt, err := parseRoute(r)
+		rt, err := parseRoute(r, lo)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("api route %d %q: %w", i+1, r.Name, err))
 			continue
@@ -101,7 +113,7 @@ func parseRoutes(routes []APIRoute) (map[string]*apiRoute, error) {
 	return out, errors.Join(errs...)
 }
 
-func parseRoute(r APIRoute) (*apiRoute, error) {
+func parseRoute(r APIRoute, lo login.Options) (*apiRoute, error) {
 	if r.Name == "" || !validRouteName(r.Name) {
 		return nil, errors.New("name must be lower-case letters, digits and '-'")
 	}
@@ -117,11 +129,17 @@ func parseRoute(r APIRoute) (*apiRoute, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", r.Upstream, err)
 	}
-	if !httpguts.ValidHeaderFieldName(r.Header) || !httpguts.ValidHeaderFieldValue(r.Value) || r.Value == "" {
+	if !httpguts.ValidHeaderFieldName(r.Header) || !httpguts.ValidHeaderFieldValue(r.Value) || (r.Value == "" && r.Login == "") {
 		return nil, errors.New("header must be a valid header name and value a non-empty value without line breaks")
 	}
 	rt := &apiRoute{name: r.Name, upstream: a, tls: u.Scheme == "https", base: strings.TrimSuffix(u.Path, "/"),
 		header: http.CanonicalHeaderKey(r.Header), value: r.Value, roots: r.RootCAs}
+	if r.Login != "" {
+		if !filepath.IsAbs(r.Login) {
+			return nil, fmt.Errorf("login %q must be the absolute path of a host-held login", r.Login)
+		}
+		rt.login = login.NewSource(r.Login, lo)
+	}
 	for _, p := range r.Allow {
 		method, pth, ok := strings.Cut(strings.TrimSpace(p), " ")
 		if !ok || method == "" || method != strings.ToUpper(method) || !strings.HasPrefix(pth, "/") {
@@ -253,10 +271,36 @@ func (b *Broker) forwardRoute(ctx context.Context, dc *deadlineConn, rt *apiRout
 	if (rt.tls && rt.upstream.Port == 443) || (!rt.tls && rt.upstream.Port == 80) {
 		out.Host = hostOnly(rt.upstream)
 	}
+	value, onStatus, ok := b.routeValue(ctx, rt)
+	if !ok {
+		b.refuse(dc, start, withReason(e, "host-held login unusable (see the broker log)"), http.StatusBadGateway)
+		return false
+	}
 	out.Header.Del(rt.header)
-	out.Header.Set(rt.header, rt.value)
+	out.Header.Set(rt.header, value)
 	continueIfExpected(dc, req)
-	return b.exchange(dc, &deadlineConn{Conn: up}, out, req.Close, e, start)
+	return b.exchange(dc, &deadlineConn{Conn: up}, out, req.Close, e, start, onStatus)
+}
+
+// routeValue is the credential rt adds: its fixed value, or the prefix and the current token
+// of its login, with a hook that marks that token stale when the upstream answers 401 (the
+// failing request is not replayed: its body is already gone; the next one gets a new token).
+func (b *Broker) routeValue(ctx context.Context, rt *apiRoute) (string, func(int), bool) {
+	if rt.login == nil {
+		return rt.value, nil, true
+	}
+	tok, err := rt.login.Token(ctx)
+	if err != nil {
+		b.logf("api route %s: %v", rt.name, err)
+		return "", nil, false
+	}
+	return rt.value + tok, func(status int) {
+		if status == http.StatusUnauthorized {
+			if _, err := rt.login.Invalidate(ctx, tok); err != nil {
+				b.logf("api route %s: upstream refused the login's token: %v", rt.name, err)
+			}
+		}
+	}, true
 }
 
 func hostOnly(a Authority) string {

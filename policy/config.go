@@ -81,6 +81,9 @@ type Config struct {
 	// AgentState is `agent_state`: shared (the host's agent state directory is mounted),
 	// seeded (copied in once) or isolated (the box starts empty); from loosest to strictest.
 	AgentState string
+	// AgentLogin is `agent_login` (trusted-only): the host-held login the session's agent uses
+	// in broker mode ("" the one named after the agent, if any; "none" none).
+	AgentLogin string
 	// APIBrokers is `api_brokers` (trusted-only): API brokers the box may use, by name.
 	APIBrokers []string
 	// APIRoutes is `[api_routes.NAME]` (trusted-only): API broker routes defined or changed by

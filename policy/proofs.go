@@ -33,6 +33,7 @@ var proofs = map[string][]string{
 	"readonly_project":   {"vm.TestRenderPromises"},
 	"source":             {"e2e.TestCloneBox"},
 
+	"agent_login":       {"session.TestAgentLoginRoute"},
 	"agent_min_age":     {"main.TestScripts"}, // testdata/script/agents.txtar
 	"agent_versions":    {"main.TestScripts"}, // testdata/script/agents.txtar
 	"api_brokers":       {"e2e.TestKeysAPIBrokers"},

@@ -22,6 +22,7 @@ import (
 	"github.com/git-corral/git-corral/agents"
 	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/visible"
+	"github.com/git-corral/git-corral/login"
 )
 
 var (
@@ -96,6 +97,11 @@ func checkString(key, mapKey, v string) string {
 	case "agent_versions":
 		if err := agents.CheckPin(mapKey, v); err != nil {
 			return err.Error()
+		}
+		return ""
+	case "agent_login":
+		if v != "" && v != "none" && login.CheckName(v) != nil {
+			return fmt.Sprintf("must name a host-held login ([a-z0-9][a-z0-9-]*, at most 63; 'git corral agents logins' lists them) or be \"none\", not %q", v)
 		}
 		return ""
 	case "name":

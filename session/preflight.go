@@ -116,9 +116,18 @@ func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []strin
 		e.Values[k] = v
 	}
 	hostValues = hostValues || idHost && len(id) > 0
+	lg, err := b.login()
+	if err != nil {
+		return nil, nil, false, err
+	}
 	if b.BrokerSecret != nil {
 		for k, v := range routeBoxEnv(b.Config) {
 			if boxenv.CheckName(k) == nil {
+				e.Values[k] = v
+			}
+		}
+		if lg != nil {
+			for k, v := range lg.boxEnv(b.Config) {
 				e.Values[k] = v
 			}
 		}
@@ -126,7 +135,10 @@ func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []strin
 			e.Values[k] = v
 		}
 		gitRouteEnv(b.Config, e.Values)
-	} else if len(b.Config.APIBrokers) > 0 {
+	} else if lg != nil {
+		b.req.notice(fmt.Sprintf("host-held login %q of %s: not offered in network %q (it goes through the broker); nothing of it reaches the box", lg.name, lg.agent, b.Config.Network))
+	}
+	if b.BrokerSecret == nil && len(b.Config.APIBrokers) > 0 {
 		b.req.notice(fmt.Sprintf("api_brokers %s: not offered in network %q (routes go through the broker); their host variables are still not passed into the box",
 			strings.Join(b.Config.APIBrokers, ", "), b.Config.Network))
 	}
