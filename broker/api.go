@@ -44,6 +44,11 @@ type APIRoute struct {
 	Allow []string `json:"allow"`
 	// RootCAs verifies the upstream's certificate; nil means the host's roots (tests set it).
 	RootCAs *x509.CertPool `json:"-"`
+	// Forge, when set ("github"), makes this a forge's API route (forge.go): after the allow
+	// patterns, every request is classified (read, merge, push, protection, write) and any but
+	// a read is refused unless ForgeAllow lists its class.
+	Forge      string   `json:"forge,omitempty"`
+	ForgeAllow []string `json:"forgeAllow,omitempty"`
 	// Git, when set, makes this a git route (git.go): Name is then the git host as git_tokens
 	// names it (HOST or HOST:PORT), Upstream must be https://NAME, Allow is unused (git
 	// smart-HTTP requests only), and the box calls http://HOST.git.corral/REPO.
@@ -60,6 +65,8 @@ type apiRoute struct {
 	value    string
 	allow    [][2]string
 	roots    *x509.CertPool
+	// forge is set for a forge's API route: its kind and the classes it lets through.
+	forge *forgeRules
 	// git and boxPort are set for git routes: the push rules, and the port the box calls.
 	git     *GitRules
 	boxPort uint16
@@ -131,6 +138,9 @@ func parseRoute(r APIRoute) (*apiRoute, error) {
 	}
 	if len(rt.allow) == 0 {
 		return nil, errors.New("no allow patterns: the route would refuse everything")
+	}
+	if rt.forge, err = parseForge(r.Forge, r.ForgeAllow); err != nil {
+		return nil, err
 	}
 	return rt, nil
 }
@@ -210,6 +220,11 @@ func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Reque
 		}
 		b.refuse(dc, start, withReason(e, "method or path not allowed on api route"), http.StatusMethodNotAllowed)
 		return false
+	}
+	if rt.forge != nil {
+		if !b.serveForge(dc, req, rt, &e, p, start) {
+			return false
+		}
 	}
 	return b.forwardRoute(ctx, dc, rt, req, outgoing(req, rt.upstream, &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery}), e, start)
 }
