@@ -126,8 +126,8 @@ type forgeVerdict struct {
 }
 
 // judgeForge classifies req on a forge route, reading a GraphQL body whole when it must (and
-// putting it back for forwarding). It returns nil when the request may go on, or the refusal:
-// its class, the log reason and the one line the client reads.
+// putting it back for forwarding). It returns the request's class when it may go on (the first
+// class other than read it holds, or read), or the refusal and its reason.
 func (b *Broker) judgeForge(dc *deadlineConn, req *http.Request, rt *apiRoute, p string) (class string, refused *forgeVerdict, reason string) {
 	for _, h := range overrideHeaders {
 		if _, ok := req.Header[h]; ok {
@@ -162,7 +162,7 @@ func (b *Broker) judgeForge(dc *deadlineConn, req *http.Request, rt *apiRoute, p
 		vs = []forgeVerdict{{class: c, what: req.Method + " " + p, byPattern: c == ForgeWrite}}
 	}
 	if err != nil {
-		return "", &forgeVerdict{class: "unreadable", what: "graphql"}, "GraphQL request refused: " + err.Error()
+		return "", &forgeVerdict{class: "unreadable", what: "GraphQL request refused: " + err.Error()}, "GraphQL request the broker cannot judge"
 	}
 	class = ForgeRead
 	for _, v := range vs {
@@ -179,12 +179,23 @@ func (b *Broker) judgeForge(dc *deadlineConn, req *http.Request, rt *apiRoute, p
 	return class, nil, ""
 }
 
-// forgeRefusalText is the one line a refused client reads.
+// forgeRefusalText is the one line a refused client reads: line breaks in what the box sent
+// (a parser's message quoting its document) are folded, and the line is bounded.
 func forgeRefusalText(rt *apiRoute, v *forgeVerdict, reason string) string {
-	if !slices.Contains(ForgeClasses, v.class) {
-		return "corral: forge api route " + rt.name + ": " + reason
+	var line string
+	switch {
+	case v.class == "unreadable":
+		line = "corral: forge api route " + rt.name + ": " + v.what
+	case !slices.Contains(ForgeClasses, v.class):
+		line = "corral: forge api route " + rt.name + ": " + reason
+	default:
+		line = fmt.Sprintf("corral: forge api route %s: %s (%s) is refused; forge_api_allow = [\"%s\"] in a trusted configuration file would allow it", rt.name, v.class, v.what, v.class)
 	}
-	return fmt.Sprintf("corral: forge api route %s: %s (%s) is refused; forge_api_allow = [\"%s\"] in a trusted configuration file would allow it", rt.name, v.class, v.what, v.class)
+	line = strings.Join(strings.Fields(line), " ")
+	if len(line) > 1024 {
+		line = line[:1024] + "…"
+	}
+	return line
 }
 
 // serveForge judges a request on a forge route and records its class in e; it reports whether

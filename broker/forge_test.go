@@ -329,6 +329,12 @@ func TestForgeRouteRefusesUnreadable(t *testing.T) {
 			t.Errorf("%s: control got %d %q, forge saw %+v", c.name, status, body, got)
 		}
 	}
+	// The log holds the class and a fixed reason, never what the box's document said.
+	for _, e := range rig.tb.entries(t) {
+		if e.Decision == Deny && (strings.Contains(e.Reason, "viewer") || strings.Contains(e.Reason, "QUERY") || e.Forge == "") {
+			t.Errorf("refusal logged with payload bytes or no class: %+v", e)
+		}
+	}
 	// An encoded slash never reaches the classifier: the route refuses it as unclean (405).
 	status, _, probe := rig.send(t, "gh-push", forgeReq{method: "PUT", path: "/repos/o/r/pulls/1%2Fmerge"})
 	if status != http.StatusMethodNotAllowed || len(rig.forge.got(probe)) != 0 {
