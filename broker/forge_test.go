@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
 )
 
 const forgeToken = "ghp_forge-token-held-on-the-host"
@@ -428,4 +432,49 @@ func TestForgeRouteConfigErrors(t *testing.T) {
 	if _, err := parseRoutes([]APIRoute{r}); err != nil {
 		t.Errorf("control: %v", err)
 	}
+}
+
+// FuzzForgeGraphQL: the GraphQL judge never panics, and whatever it lets through as reads
+// only is a body whose every document parses to queries alone.
+func FuzzForgeGraphQL(f *testing.F) {
+	for _, s := range []string{
+		`{"query":"{ viewer { login } }"}`,
+		`[{"query":"query A { a } mutation B { mergePullRequest(input:{}) { x } }"}]`,
+		`{"query":"mutation { ...F } fragment F on Mutation { ... on Mutation { x: deleteRef(input:{}) { y } } }","operationName":"F"}`,
+		`{"query":"mutation { ...A } fragment A on Mutation { ...A }"}`,
+		`{"query":"subscription { a }","variables":{"a":[1,{"b":null}]}}`,
+		`{"query":"{ a }","QUERY":"mutation { b }"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		vs, err := judgeGraphQLBody(body)
+		if err != nil {
+			return
+		}
+		reads := len(vs) > 0
+		for _, v := range vs {
+			reads = reads && v.class == ForgeRead
+		}
+		if reads && bytes.Contains(bytes.ToLower(body), []byte("mutation")) {
+			// A read may mention "mutation" in a string or a field name; it must still hold no
+			// mutation operation: parse again and check.
+			objs := []json.RawMessage{body}
+			if t0 := bytes.TrimLeft(body, " \t\r\n"); len(t0) > 0 && t0[0] == '[' {
+				json.Unmarshal(body, &objs)
+			}
+			for _, o := range objs {
+				q, _ := graphQLQueryText(o)
+				doc, err := parser.ParseQuery(&ast.Source{Input: q})
+				if err != nil {
+					t.Fatalf("judged a read, but the document does not parse: %s", body)
+				}
+				for _, op := range doc.Operations {
+					if op.Operation != ast.Query {
+						t.Fatalf("judged a %s operation a read: %s", op.Operation, body)
+					}
+				}
+			}
+		}
+	})
 }
