@@ -6,6 +6,8 @@ package broker
 //   - answers 405 unless METHOD and PATH match one of the route's "METHOD /path" patterns (a
 //     pattern ending in "/*" matches every path below it); paths must already be clean (no "..",
 //     "//" or percent-encoded bytes that would change their meaning upstream);
+//   - on a forge route (forge.go), classes the request (read, merge, push, protection, write)
+//     and refuses the classes the route does not allow, before any credential is added;
 //   - drops any header the box sent under the credential's name, adds the credential, and sends
 //     the request to the route's upstream on a connection to a checked address (public, or named
 //     by an address entry of the allow-list), over TLS for https upstreams;
@@ -44,9 +46,10 @@ type APIRoute struct {
 	Allow []string `json:"allow"`
 	// RootCAs verifies the upstream's certificate; nil means the host's roots (tests set it).
 	RootCAs *x509.CertPool `json:"-"`
-	// Forge, when set ("github"), makes this a forge's API route (forge.go): after the allow
-	// patterns, every request is classified (read, merge, push, protection, write) and any but
-	// a read is refused unless ForgeAllow lists its class.
+	// Forge, when set ("github", "gitlab"), makes this a forge's API route (forge.go): after
+	// the allow patterns, every request is classified (read, merge, push, protection, write)
+	// and any but a read is refused unless ForgeAllow lists its class. A "gitlab" route also
+	// accepts "%2F" inside a path segment (a project named by its path).
 	Forge      string   `json:"forge,omitempty"`
 	ForgeAllow []string `json:"forgeAllow,omitempty"`
 	// Git, when set, makes this a git route (git.go): Name is then the git host as git_tokens
@@ -213,7 +216,14 @@ func cleanPath(u *url.URL) (string, bool) {
 func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Request, rt *apiRoute, e Entry, start time.Time) bool {
 	e.Route = rt.name
 	p, clean := cleanPath(req.URL)
-	e.Path = p
+	raw := p
+	if !clean {
+		p, raw, clean = forgeCleanPath(rt, req.URL)
+	}
+	if rt.forge != nil && strings.Contains(p, "%") {
+		clean = false // "%25": an upstream that decoded twice would read another path than was judged
+	}
+	e.Path = raw
 	if !clean || e.Port != 80 || !rt.permits(req.Method, p) {
 		if !clean {
 			e.Path = req.URL.EscapedPath()
@@ -222,11 +232,15 @@ func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Reque
 		return false
 	}
 	if rt.forge != nil {
-		if !b.serveForge(dc, req, rt, &e, p, start) {
+		if !b.serveForge(dc, req, rt, &e, p, raw, start) {
 			return false
 		}
 	}
-	return b.forwardRoute(ctx, dc, rt, req, outgoing(req, rt.upstream, &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery}), e, start)
+	u := &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery}
+	if raw != p {
+		u.RawPath = rt.base + raw
+	}
+	return b.forwardRoute(ctx, dc, rt, req, outgoing(req, rt.upstream, u), e, start)
 }
 
 // forwardRoute sends out to rt's upstream, on a connection to a checked address (over TLS for

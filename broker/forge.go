@@ -25,13 +25,16 @@ package broker
 //
 // How a request is read, so that no spelling walks around the classes:
 //   - the path classified is the route's base plus the request path (already clean: the route
-//     refused "..", "//" and percent-encoding), lower-cased, without a trailing slash, each
-//     segment cut at ";" and stripped of ".json", a GitHub Enterprise "/api/v3" prefix dropped,
-//     and /repositories/ID read as /repos/OWNER/REPO;
+//     refused "..", "//" and percent-encoding, but for "%2F" on a GitLab route, which names a
+//     project or group by path in one segment; a forge route also refuses an encoded "%", which
+//     an upstream decoding twice would read as another path than the one judged), lower-cased,
+//     without a trailing slash, each segment cut at ";" and stripped of ".json", an "/api/v3"
+//     (GitHub Enterprise) or "/api/v4" (GitLab) prefix dropped, and /repositories/ID read as
+//     /repos/OWNER/REPO;
 //   - a write's class comes from its path alone, whatever its method (PUT, POST, PATCH);
 //   - method override headers (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override) and a
 //     "_method" query parameter are refused on a forge route;
-//   - a GraphQL request (POST /graphql, or /api/graphql) is read whole, at most 1 MiB, before
+//   - a GraphQL request (POST /graphql or /api/graphql) is read whole, at most 1 MiB, before
 //     anything reaches the upstream: JSON only (one object, or a batch array of them), no
 //     Content-Encoding, valid UTF-8, keys "query", "operationName" and "variables" spelled
 //     exactly and each at most once; a request without query text (a persisted query) is
@@ -62,7 +65,10 @@ import (
 )
 
 // Forge kinds.
-const ForgeGitHub = "github"
+const (
+	ForgeGitHub = "github"
+	ForgeGitLab = "gitlab"
+)
 
 // Forge request classes, as forge_api_allow names them.
 const (
@@ -77,7 +83,7 @@ const (
 var ForgeClasses = []string{ForgeMerge, ForgePush, ForgeProtection, ForgeWrite}
 
 // ForgeKinds are the forges the broker knows the API of.
-var ForgeKinds = []string{ForgeGitHub}
+var ForgeKinds = []string{ForgeGitHub, ForgeGitLab}
 
 // maxGraphQLBytes bounds a GraphQL request body the broker reads to judge it.
 const maxGraphQLBytes = 1 << 20
@@ -128,7 +134,7 @@ type forgeVerdict struct {
 // judgeForge classifies req on a forge route, reading a GraphQL body whole when it must (and
 // putting it back for forwarding). It returns the request's class when it may go on (the first
 // class other than read it holds, or read), or the refusal and its reason.
-func (b *Broker) judgeForge(dc *deadlineConn, req *http.Request, rt *apiRoute, p string) (class string, refused *forgeVerdict, reason string) {
+func (b *Broker) judgeForge(dc *deadlineConn, req *http.Request, rt *apiRoute, p, raw string) (class string, refused *forgeVerdict, reason string) {
 	for _, h := range overrideHeaders {
 		if _, ok := req.Header[h]; ok {
 			return "", &forgeVerdict{class: "override", what: h}, "a method override header (" + h + ") is refused on a forge route"
@@ -143,15 +149,15 @@ func (b *Broker) judgeForge(dc *deadlineConn, req *http.Request, rt *apiRoute, p
 			return "", &forgeVerdict{class: "override", what: k}, "a method override parameter (" + k + ") is refused on a forge route"
 		}
 	}
-	segs, graphql := forgePath(rt.base + p)
+	segs, graphql := forgePath(rt.base + raw)
 	var vs []forgeVerdict
 	switch {
 	case graphql && (req.Method == http.MethodGet || req.Method == http.MethodHead):
-		vs, err = judgeGraphQLQuery(q)
+		vs, err = judgeGraphQLQuery(q, rt.forge.kind)
 	case graphql && req.Method == http.MethodPost:
 		var body []byte
 		if body, err = b.readGraphQL(dc, req); err == nil {
-			vs, err = judgeGraphQLBody(body)
+			vs, err = judgeGraphQLBody(body, rt.forge.kind)
 		}
 	case graphql:
 		vs = []forgeVerdict{{class: ForgeWrite, what: req.Method + " on the GraphQL path"}}
@@ -159,7 +165,10 @@ func (b *Broker) judgeForge(dc *deadlineConn, req *http.Request, rt *apiRoute, p
 		vs = []forgeVerdict{{class: ForgeRead}}
 	default:
 		c := githubREST(segs)
-		vs = []forgeVerdict{{class: c, what: req.Method + " " + p, byPattern: c == ForgeWrite}}
+		if rt.forge.kind == ForgeGitLab {
+			c = gitlabREST(segs)
+		}
+		vs = []forgeVerdict{{class: c, what: req.Method + " " + raw, byPattern: c == ForgeWrite}}
 	}
 	if err != nil {
 		return "", &forgeVerdict{class: "unreadable", what: "GraphQL request refused: " + err.Error()}, "GraphQL request the broker cannot judge"
@@ -200,8 +209,8 @@ func forgeRefusalText(rt *apiRoute, v *forgeVerdict, reason string) string {
 
 // serveForge judges a request on a forge route and records its class in e; it reports whether
 // the request may be forwarded. A refusal is logged and answered here.
-func (b *Broker) serveForge(dc *deadlineConn, req *http.Request, rt *apiRoute, e *Entry, p string, start time.Time) bool {
-	class, v, reason := b.judgeForge(dc, req, rt, p)
+func (b *Broker) serveForge(dc *deadlineConn, req *http.Request, rt *apiRoute, e *Entry, p, raw string, start time.Time) bool {
+	class, v, reason := b.judgeForge(dc, req, rt, p, raw)
 	if v == nil {
 		e.Forge = class
 		return true
@@ -241,8 +250,9 @@ func (b *Broker) readGraphQL(dc *deadlineConn, req *http.Request) ([]byte, error
 	return body, nil
 }
 
-// forgePath normalises base+path for classification (see the rules above): its segments, and
-// whether it is the GraphQL endpoint.
+// forgePath normalises base+path (escaped: a GitLab project's "%2F" stays inside its segment)
+// for classification (see the rules above): its segments, and whether it is the GraphQL
+// endpoint.
 func forgePath(full string) ([]string, bool) {
 	var segs []string
 	for _, s := range strings.Split(strings.ToLower(full), "/") {
@@ -251,7 +261,7 @@ func forgePath(full string) ([]string, bool) {
 			segs = append(segs, s)
 		}
 	}
-	if len(segs) >= 2 && segs[0] == "api" && segs[1] == "v3" {
+	if len(segs) >= 2 && segs[0] == "api" && (segs[1] == "v3" || segs[1] == "v4") {
 		segs = segs[2:]
 	}
 	graphql := slices.Equal(segs, []string{"graphql"}) || slices.Equal(segs, []string{"api", "graphql"})
@@ -261,8 +271,30 @@ func forgePath(full string) ([]string, bool) {
 	return segs, graphql
 }
 
+// forgeCleanPath accepts, on a GitLab route, a path whose only percent-encoding is "%2F"
+// inside a segment (a project or group named by path) and whose decoded form is clean, so that
+// no "..", "." or empty segment hides in it; it returns the decoded path and the escaped one
+// with "%2F" upper-cased.
+func forgeCleanPath(rt *apiRoute, u *url.URL) (string, string, bool) {
+	if rt.forge == nil || rt.forge.kind != ForgeGitLab || u.RawPath == "" {
+		return "", "", false
+	}
+	raw := u.RawPath
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '%' && (i+2 >= len(raw) || raw[i+1] != '2' || (raw[i+2] != 'F' && raw[i+2] != 'f')) {
+			return "", "", false
+		}
+	}
+	raw = strings.ReplaceAll(raw, "%2f", "%2F")
+	if dec, err := url.PathUnescape(raw); err != nil || dec != u.Path {
+		return "", "", false
+	}
+	p, clean := cleanPath(&url.URL{Path: u.Path})
+	return p, raw, clean
+}
+
 // judgeGraphQLQuery judges a GraphQL GET from its query parameters.
-func judgeGraphQLQuery(q url.Values) ([]forgeVerdict, error) {
+func judgeGraphQLQuery(q url.Values, kind string) ([]forgeVerdict, error) {
 	if len(q) == 0 {
 		return []forgeVerdict{{class: ForgeRead}}, nil
 	}
@@ -277,11 +309,11 @@ func judgeGraphQLQuery(q url.Values) ([]forgeVerdict, error) {
 	if q.Get("query") == "" {
 		return nil, errors.New("no query text (persisted queries are refused)")
 	}
-	return judgeGraphQLDocument(q.Get("query"))
+	return judgeGraphQLDocument(q.Get("query"), kind)
 }
 
 // judgeGraphQLBody judges a GraphQL POST body: one request object or a batch of them.
-func judgeGraphQLBody(body []byte) ([]forgeVerdict, error) {
+func judgeGraphQLBody(body []byte, kind string) ([]forgeVerdict, error) {
 	if !utf8.Valid(body) || !json.Valid(body) {
 		return nil, errors.New("the body is not valid UTF-8 JSON")
 	}
@@ -303,7 +335,7 @@ func judgeGraphQLBody(body []byte) ([]forgeVerdict, error) {
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %v", i+1, err)
 		}
-		vs, err := judgeGraphQLDocument(query)
+		vs, err := judgeGraphQLDocument(query, kind)
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %v", i+1, err)
 		}
@@ -363,7 +395,7 @@ func graphQLQueryText(raw json.RawMessage) (string, error) {
 
 // judgeGraphQLDocument parses a GraphQL document and classifies every operation in it: a
 // query is a read, a mutation's root fields each get their class.
-func judgeGraphQLDocument(query string) ([]forgeVerdict, error) {
+func judgeGraphQLDocument(query, kind string) ([]forgeVerdict, error) {
 	doc, gerr := parser.ParseQueryWithTokenLimit(&ast.Source{Input: query}, maxGraphQLTokens)
 	if gerr != nil {
 		return nil, fmt.Errorf("the document does not parse: %v", gerr)
@@ -389,7 +421,11 @@ func judgeGraphQLDocument(query string) ([]forgeVerdict, error) {
 				return nil, err
 			}
 			for _, n := range names {
-				out = append(out, forgeVerdict{class: githubMutation(n), what: "GraphQL mutation " + n})
+				c := githubMutation(n)
+				if kind == ForgeGitLab {
+					c = gitlabMutation(n)
+				}
+				out = append(out, forgeVerdict{class: c, what: "GraphQL mutation " + n})
 			}
 		default:
 			return nil, fmt.Errorf("a %s operation is refused", op.Operation)

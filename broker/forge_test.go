@@ -62,8 +62,8 @@ func (f *fakeForge) got(probe string) []forgeSeen {
 
 // forgeRig is a real broker on loopback with forge routes to the fake forge: "gh" allows no
 // class, "gh-CLASS" allows CLASS; "ghes" and "ghes-merge" have the GitHub Enterprise base
-// /api/v3. Every route's patterns allow every method on every path, so that only the forge
-// rules decide.
+// /api/v3; "gl" and "gl-CLASS" are GitLab routes. Every route's patterns allow every method on
+// every path, so that only the forge rules decide.
 type forgeRig struct {
 	forge *fakeForge
 	tb    *testBroker
@@ -77,17 +77,25 @@ func startForgeRig(t *testing.T) *forgeRig {
 	ap := netip.MustParseAddrPort(strings.TrimPrefix(f.srv.URL, "https://"))
 	roots := f.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	all := []string{"GET /*", "HEAD /*", "POST /*", "PUT /*", "PATCH /*", "DELETE /*"}
+	kind := ForgeGitHub
 	route := func(name, base string, allow ...string) APIRoute {
 		return APIRoute{Name: name, Upstream: fmt.Sprintf("https://example.com:%d%s", ap.Port(), base), Header: "Authorization",
-			Value: "Bearer " + forgeToken, Allow: all, RootCAs: roots, Forge: ForgeGitHub, ForgeAllow: allow}
+			Value: "Bearer " + forgeToken, Allow: all, RootCAs: roots, Forge: kind, ForgeAllow: allow}
 	}
 	routes := []APIRoute{route("gh", ""), route("ghes", "/api/v3"), route("ghes-merge", "/api/v3", ForgeMerge),
 		route("gh-write-merge", "", ForgeWrite, ForgeMerge)}
 	for _, c := range ForgeClasses {
 		routes = append(routes, route("gh-"+c, "", c))
 	}
+	kind = ForgeGitLab
+	routes = append(routes, route("gl", ""))
+	for _, c := range ForgeClasses {
+		routes = append(routes, route("gl-"+c, "", c))
+	}
 	tb := startBroker(t, []string{fmt.Sprintf("127.0.0.1:%d", ap.Port())},
-		fakeResolver{"example.com": {ap.Addr()}}, nil, func(c *Config) { c.APIRoutes = routes })
+		fakeResolver{"example.com": {ap.Addr()}}, nil, func(c *Config) {
+			c.APIRoutes, c.Limits.Rate, c.Limits.Burst = routes, 1000, 1000 // every probe and its control, at once
+		})
 	return &forgeRig{forge: f, tb: tb, proxy: &url.URL{Scheme: "http", User: url.UserPassword("box", testSecret), Host: tb.addr}}
 }
 
@@ -220,6 +228,38 @@ var forgeProbes = []struct {
 	{"GraphQL write, a comment", "", ForgeWrite, gql(`mutation { addComment(input:{subjectId:"I",body:"hi"}) { clientMutationId } }`)},
 }
 
+// gitlabProbes are forgeProbes for a GitLab route.
+var gitlabProbes = []struct {
+	name  string
+	route string
+	class string
+	req   forgeReq
+}{
+	{"GitLab merge", "gl", ForgeMerge, forgeReq{method: "PUT", path: "/api/v4/projects/7/merge_requests/1/merge"}},
+	{"GitLab merge, project by path", "gl", ForgeMerge, forgeReq{method: "PUT", path: "/api/v4/projects/group%2Fsub%2Fproj/merge_requests/1/merge"}},
+	{"GitLab merge, lower-case escape and case", "gl", ForgeMerge, forgeReq{method: "POST", path: "/API/V4/Projects/group%2fproj/Merge_Requests/1/MERGE.json"}},
+	{"GitLab approve", "gl", ForgeMerge, forgeReq{method: "POST", path: "/api/v4/projects/7/merge_requests/1/approve"}},
+	{"GitLab merge train", "gl", ForgeMerge, forgeReq{method: "POST", path: "/api/v4/projects/7/merge_trains/merge_requests/1"}},
+	{"GitLab commit", "gl", ForgePush, forgeReq{method: "POST", path: "/api/v4/projects/7/repository/commits"}},
+	{"GitLab file", "gl", ForgePush, forgeReq{method: "PUT", path: "/api/v4/projects/g%2Fp/repository/files/.gitlab-ci.yml"}},
+	{"GitLab delete branch", "gl", ForgePush, forgeReq{method: "DELETE", path: "/api/v4/projects/7/repository/branches/main"}},
+	{"GitLab rebase", "gl", ForgePush, forgeReq{method: "PUT", path: "/api/v4/projects/7/merge_requests/1/rebase"}},
+	{"GitLab unprotect", "gl", ForgeProtection, forgeReq{method: "DELETE", path: "/api/v4/projects/7/protected_branches/main"}},
+	{"GitLab project settings", "gl", ForgeProtection, forgeReq{method: "PUT", path: "/api/v4/projects/g%2Fp"}},
+	{"GitLab approval rules", "gl", ForgeProtection, forgeReq{method: "POST", path: "/api/v4/projects/7/approval_rules"}},
+	{"GitLab group", "gl", ForgeProtection, forgeReq{method: "PUT", path: "/api/v4/groups/g"}},
+	{"GitLab GraphQL accept", "gl", ForgeMerge, forgeReq{method: "POST", path: "/api/graphql", ctype: "application/json",
+		body: `{"query":"mutation { a: mergeRequestAccept(input:{projectPath:\"g/p\",iid:\"1\"}) { errors } }"}`}},
+	{"GitLab GraphQL auto-merge", "gl", ForgeMerge, forgeReq{method: "POST", path: "/api/graphql", ctype: "application/json",
+		body: `{"query":"mutation { ...F } fragment F on Mutation { mergeRequestSetAutoMerge(input:{}) { errors } }"}`}},
+	{"GitLab GraphQL commit", "gl", ForgePush, forgeReq{method: "POST", path: "/api/graphql", ctype: "application/json",
+		body: `{"query":"mutation { commitCreate(input:{}) { errors } }"}`}},
+	{"GitLab GraphQL branch rule", "gl", ForgeProtection, forgeReq{method: "POST", path: "/api/graphql", ctype: "application/json",
+		body: `{"query":"mutation { branchRuleDelete(input:{}) { errors } }"}`}},
+	{"GitLab GraphQL new merge request", "gl", ForgeWrite, forgeReq{method: "POST", path: "/api/graphql", ctype: "application/json",
+		body: `{"query":"mutation { mergeRequestCreate(input:{}) { errors } }"}`}},
+}
+
 // TestForgeRouteRefusesClasses: on a forge route, each class of request is refused unless
 // forge_api_allow (ForgeAllow) lists it: 403 with one line naming the class and the key, logged
 // with the class, and nothing reaches the forge. Control for every probe: the same request on
@@ -227,7 +267,8 @@ var forgeProbes = []struct {
 // box's.
 func TestForgeRouteRefusesClasses(t *testing.T) {
 	rig := startForgeRig(t)
-	for _, p := range forgeProbes {
+	probes := append(forgeProbes, gitlabProbes...)
+	for _, p := range probes {
 		route := p.route
 		if route == "" {
 			route = "gh"
@@ -379,6 +420,40 @@ func TestForgeRouteReadsAndOtherWrites(t *testing.T) {
 	}
 }
 
+// TestForgeGitLabProjectPaths: a GitLab route lets "%2F" through inside a segment, as GitLab
+// names projects, and forwards it encoded (upper-cased); any other percent-encoding, or a
+// "%2F" that decodes to "..", "." or an empty segment, is refused (405) before the forge sees
+// it. Control: a GitHub route refuses "%2F" as before.
+func TestForgeGitLabProjectPaths(t *testing.T) {
+	rig := startForgeRig(t)
+	for path, want := range map[string]string{
+		"/api/v4/projects/g%2Fsub%2Fp/merge_requests?state=opened": "/api/v4/projects/g%2Fsub%2Fp/merge_requests?state=opened",
+		"/api/v4/projects/g%2fp/repository/tree":                   "/api/v4/projects/g%2Fp/repository/tree",
+	} {
+		status, body, probe := rig.send(t, "gl", forgeReq{method: "GET", path: path})
+		got := rig.forge.got(probe)
+		if status != 200 || len(got) != 1 || got[0].uri != want || got[0].auth != "Bearer "+forgeToken {
+			t.Errorf("GET %s: %d %q, forge saw %+v, want %s", path, status, body, got, want)
+		}
+	}
+	for _, path := range []string{
+		"/api/v4/projects/g%2F..%2Fx/merge_requests", "/api/v4/projects/g%2F%2Fp/merge_requests",
+		"/api/v4/projects/g%2F.%2Fp/merge_requests", "/api/v4/projects/g%2Fp/merge_requests/1/%6Derge",
+		"/api/v4/projects/g%252Fp/merge_requests", "/api/v4/projects/g%2Fp/..%2Fmerge_requests",
+	} {
+		status, _, probe := rig.send(t, "gl-merge", forgeReq{method: "PUT", path: path})
+		if status != http.StatusMethodNotAllowed || len(rig.forge.got(probe)) != 0 {
+			t.Errorf("PUT %s on a GitLab route: %d, forge saw %+v; want 405", path, status, rig.forge.got(probe))
+		}
+	}
+	for _, path := range []string{"/repos/o%2Fr/pulls", "/repos/o/r/pulls/1%252Fmerge"} {
+		status, _, probe := rig.send(t, "gh-write", forgeReq{method: "PUT", path: path})
+		if status != http.StatusMethodNotAllowed || len(rig.forge.got(probe)) != 0 {
+			t.Errorf("a GitHub route let %s through: %d", path, status)
+		}
+	}
+}
+
 // TestForgeClassify: the path and mutation tables, directly.
 func TestForgeClassify(t *testing.T) {
 	for path, want := range map[string]string{
@@ -395,6 +470,29 @@ func TestForgeClassify(t *testing.T) {
 		segs, _ := forgePath(path)
 		if got := githubREST(segs); got != want {
 			t.Errorf("REST %s: %s, want %s", path, got, want)
+		}
+	}
+	for path, want := range map[string]string{
+		"/api/v4/projects": ForgeWrite, "/api/v4/projects/7/issues": ForgeWrite, "/api/v4/projects/7/merge_requests": ForgeWrite,
+		"/api/v4/projects/7/merge_requests/1/notes": ForgeWrite, "/api/v4/projects/7/repository/commits/abc/comments": ForgeWrite,
+		"/api/v4/projects/7/repository/commits/abc/cherry_pick": ForgePush, "/api/v4/projects/7/repository/tags": ForgePush,
+		"/api/v4/projects/7/releases": ForgePush, "/api/v4/projects/7/merge_requests/1/approvals": ForgeProtection,
+		"/api/v4/projects/7/variables/X": ForgeProtection, "/api/v4/user/keys": ForgeProtection, "/api/v4/user": ForgeProtection,
+		"/api/v4/projects/7/deploy_keys": ForgeProtection, "/api/v4/projects/7/statuses/abc": ForgeMerge,
+	} {
+		segs, _ := forgePath(path)
+		if got := gitlabREST(segs); got != want {
+			t.Errorf("GitLab REST %s: %s, want %s", path, got, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"mergeRequestAccept": ForgeMerge, "mergeRequestSetAutoMerge": ForgeMerge, "mergeRequestCreate": ForgeWrite,
+		"mergeRequestUpdate": ForgeWrite, "mergeRequestSetDraft": ForgeWrite, "commitCreate": ForgePush,
+		"createBranch": ForgePush, "branchRuleCreate": ForgeProtection, "projectCiCdSettingsUpdate": ForgeProtection,
+		"createNote": ForgeWrite, "createIssue": ForgeWrite, "mergeRequestUpdateApprovalRule": ForgeProtection,
+	} {
+		if got := gitlabMutation(name); got != want {
+			t.Errorf("GitLab mutation %s: %s, want %s", name, got, want)
 		}
 	}
 	for name, want := range map[string]string{
@@ -448,7 +546,7 @@ func FuzzForgeGraphQL(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		vs, err := judgeGraphQLBody(body)
+		vs, err := judgeGraphQLBody(body, ForgeGitHub)
 		if err != nil {
 			return
 		}

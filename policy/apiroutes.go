@@ -15,7 +15,7 @@ package policy
 //   - every api_brokers entry must name a built-in or defined route, and every route it names
 //     must be complete (upstream, header, value_env, at least one allow pattern): checked once
 //     every layer is read, each problem naming the entry's file and line;
-//   - a route with forge set (the built-in github route; forge = "github" in a table) is a
+//   - a route with forge set (the built-in github and gitlab routes; forge in a table) is a
 //     forge's API: the broker classes its requests and refuses merge, push, protection and
 //     GraphQL writes unless forge_api_allow lists the class (broker/forge.go). A route that
 //     carries a git_tokens token must have it (the session refuses one that does not).
@@ -54,13 +54,13 @@ type APIRoute struct {
 	// PlaceholderEnv is a box variable set to a placeholder, for clients that refuse to start
 	// without a key; the broker replaces the header it fills. Built-in routes only.
 	PlaceholderEnv string `json:"placeholderEnv,omitempty"`
-	// Forge is the forge whose API the route reaches ("github"), whose requests the broker
-	// classes (forge_api_allow); "" for another API.
+	// Forge is the forge whose API the route reaches ("github", "gitlab"), whose requests the
+	// broker classes (forge_api_allow); "" for another API.
 	Forge string `json:"forge,omitempty"`
 }
 
 // ForgeKinds are the values of a route's forge field.
-var ForgeKinds = []string{"github"}
+var ForgeKinds = []string{"github", "gitlab"}
 
 // ForgeClasses are the values forge_api_allow may list.
 var ForgeClasses = []string{"merge", "push", "protection", "write"}
@@ -96,6 +96,10 @@ var builtinRoutes = map[string]APIRoute{
 	// unless forge_api_allow lists their class or an allow pattern names the REST path.
 	"github": {Upstream: "https://api.github.com", Header: "Authorization", ValuePrefix: "Bearer ",
 		ValueEnv: []string{"GITHUB_TOKEN", "GH_TOKEN"}, Allow: []string{"GET /*", "POST /graphql"}, Forge: "github"},
+	// gitlab: the same for GitLab's REST (/api/v4) and GraphQL APIs; PRIVATE-TOKEN is the
+	// header GitLab documents for personal, project and group access tokens.
+	"gitlab": {Upstream: "https://gitlab.com", Header: "PRIVATE-TOKEN", ValueEnv: []string{"GITLAB_TOKEN"},
+		Allow: []string{"GET /api/v4/*", "POST /api/graphql"}, Forge: "gitlab"},
 }
 
 // BuiltinRouteNames lists the catalogue's route names, sorted.

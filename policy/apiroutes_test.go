@@ -177,6 +177,9 @@ func TestForgeAPIAllow(t *testing.T) {
 	if gh, _ := eff.Config.Route("github"); gh.Forge != "github" || !slices.Contains(gh.Allow, "POST /graphql") || slices.Contains(gh.Allow, "POST /*") {
 		t.Errorf("built-in github = %+v", gh)
 	}
+	if gl, _ := eff.Config.Route("gitlab"); gl.Forge != "gitlab" || !slices.Equal(gl.Allow, []string{"GET /api/v4/*", "POST /api/graphql"}) {
+		t.Errorf("built-in gitlab = %+v", gl)
+	}
 	for _, c := range []struct {
 		name, toml, key, problem string
 		repo                     bool
@@ -184,7 +187,7 @@ func TestForgeAPIAllow(t *testing.T) {
 		{"unknown class", "forge_api_allow = [\"merge\", \"admin\"]", "forge_api_allow", `has the class "admin"; want one of merge, push, protection, write`, false},
 		{"read is not a class", "forge_api_allow = [\"read\"]", "forge_api_allow", `has the class "read"`, false},
 		{"repository", "forge_api_allow = [\"merge\"]", "forge_api_allow", "may not be set by the repository", true},
-		{"unknown forge", "[api_routes.x]\nforge = \"gitea\"", "api_routes.x.forge", `(github), not "gitea"`, false},
+		{"unknown forge", "[api_routes.x]\nforge = \"gitea\"", "api_routes.x.forge", `(github, gitlab), not "gitea"`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)

@@ -15,12 +15,12 @@ package session
 //   - a route whose host variable is unset fails the session, naming the route and variable;
 //   - in broker mode each git_tokens host is a git route too (gitroutes.go), its token held
 //     like a route's;
-//   - a route with forge set (the built-in github route) gets forge_api_allow: the broker
-//     refuses its merge, push, protection and GraphQL write requests unless the key lists the
-//     class (broker/forge.go). A git_tokens host's API is not opened by git_tokens: it is a
-//     route only when api_brokers names one. A route that carries a git_tokens token (its host
-//     variable, or the same secret under another variable) without forge set fails the
-//     session, so that no route with that token skips the forge rules.
+//   - a route with forge set (the built-in github and gitlab routes) gets forge_api_allow: the
+//     broker refuses its merge, push, protection and GraphQL write requests unless the key
+//     lists the class (broker/forge.go). A git_tokens host's API is not opened by git_tokens:
+//     it is a route only when api_brokers names one. A route that carries a git_tokens token
+//     (its host variable, or the same secret under another variable) without forge set fails
+//     the session, so that no route with that token skips the forge rules.
 
 import (
 	"errors"
@@ -75,8 +75,8 @@ func planRoutes(cfg *policy.Config, lookup func(string) (string, bool)) (routePl
 			continue
 		}
 		if host := gitTokenHost(cfg, from, secret, lookup); host != "" && r.Forge == "" {
-			errs = append(errs, fmt.Errorf("api route %q carries the git token of %s (%s) but has no forge rules: set forge = %q in [api_routes.%s], or give the route another credential",
-				name, host, from, policy.ForgeKinds[0], name))
+			errs = append(errs, fmt.Errorf("api route %q carries the git token of %s (%s) but has no forge rules: set forge (%s) in [api_routes.%s], or give the route another credential",
+				name, host, from, strings.Join(policy.ForgeKinds, " or "), name))
 			continue
 		}
 		p.secrets = append(p.secrets, secret)

@@ -40,7 +40,8 @@ func startForgeUpstream(t *testing.T) *forgeUpstream {
 	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
-		f.seen = append(f.seen, fmt.Sprintf("%s %s token=%v %s", r.Method, r.URL.Path, r.Header.Get("Authorization") == "Bearer "+forgeTokenValue, body))
+		token := r.Header.Get("Authorization") == "Bearer "+forgeTokenValue || r.Header.Get("Private-Token") == forgeTokenValue
+		f.seen = append(f.seen, fmt.Sprintf("%s %s token=%v %s", r.Method, r.URL.EscapedPath(), token, body))
 		f.mu.Unlock()
 		fmt.Fprint(w, `{"data":{}}`)
 	}))
@@ -58,11 +59,16 @@ func (f *forgeUpstream) saw(substr string) bool {
 
 // forgePost sends a GraphQL POST through the box's broker as gh would.
 func forgePost(t *testing.T, port int, secret []byte, query string) (int, string) {
+	return forgePostTo(t, port, secret, "http://github.api.corral/graphql", query)
+}
+
+// forgePostTo sends a GraphQL POST to target through the box's broker.
+func forgePostTo(t *testing.T, port int, secret []byte, target, query string) (int, string) {
 	t.Helper()
 	proxy := &url.URL{Scheme: "http", User: url.UserPassword("corral", string(secret)), Host: fmt.Sprintf("127.0.0.1:%d", port)}
 	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy), DisableKeepAlives: true}, Timeout: 10 * time.Second}
 	body := fmt.Sprintf(`{"query":%q}`, query)
-	resp, err := c.Post("http://github.api.corral/graphql", "application/json", bytes.NewReader([]byte(body)))
+	resp, err := c.Post(target, "application/json", bytes.NewReader([]byte(body)))
 	if err != nil {
 		t.Fatalf("POST /graphql through the broker: %v", err)
 	}
@@ -72,10 +78,10 @@ func forgePost(t *testing.T, port int, secret []byte, query string) (int, string
 }
 
 // TestForgeAPIThroughBroker: with git_tokens holding the GitHub token on the host and
-// api_brokers naming the built-in github route (its upstream moved to a TLS stand-in on
-// loopback), the real broker child started by ensureBroker lets reads through with the host's
-// token (REST GET, GraphQL query) and refuses a GraphQL merge with a 403 naming
-// forge_api_allow, before the stand-in sees it. Control: with forge_api_allow = ["merge"] the
+// api_brokers naming the built-in github and gitlab routes (their upstream moved to a TLS
+// stand-in on loopback), the real broker child started by ensureBroker lets reads through with
+// the host's token (REST GET, GraphQL query, a GitLab project named by path) and refuses a
+// GraphQL merge on each with a 403 naming forge_api_allow, before the stand-in sees it. Control: with forge_api_allow = ["merge"] the
 // broker is restarted with the new rules and the same mutation reaches the stand-in with the
 // token.
 func TestForgeAPIThroughBroker(t *testing.T) {
@@ -85,6 +91,7 @@ func TestForgeAPIThroughBroker(t *testing.T) {
 	up := startForgeUpstream(t)
 	port := strings.TrimPrefix(up.URL, "https://127.0.0.1:")
 	t.Setenv("GITHUB_TOKEN", forgeTokenValue)
+	t.Setenv("GITLAB_TOKEN", forgeTokenValue)
 	h := home.Home{Dir: t.TempDir()}
 	t.Setenv("LIMA_HOME", h.LimaHome())
 	m, box := &vm.Manager{Home: h}, "forge-abc123"
@@ -94,8 +101,8 @@ func TestForgeAPIThroughBroker(t *testing.T) {
 	cfg := policy.Default()
 	cfg.Network, cfg.Egress = policy.NetworkBroker, []string{"127.0.0.1:" + port, "[::1]:" + port}
 	cfg.GitTokens = map[string]string{"localhost:" + port: "GITHUB_TOKEN"}
-	cfg.APIBrokers = []string{"github"}
-	cfg.APIRoutes = map[string]policy.APIRoute{"github": {Upstream: "https://localhost:" + port}}
+	cfg.APIBrokers = []string{"github", "gitlab"}
+	cfg.APIRoutes = map[string]policy.APIRoute{"github": {Upstream: "https://localhost:" + port}, "gitlab": {Upstream: "https://localhost:" + port}}
 	bport, err := broker.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +126,13 @@ func TestForgeAPIThroughBroker(t *testing.T) {
 	if code != 403 || !strings.Contains(body, `forge_api_allow = ["merge"]`) || up.saw("mergePullRequest") {
 		t.Errorf("GraphQL merge: %d %q; the stand-in saw %v; want 403 naming forge_api_allow and nothing upstream", code, body, up.seen)
 	}
+	if code, body := proxyGet(t, bport, secret, "GET", "http://gitlab.api.corral/api/v4/projects/g%2Fp/merge_requests", nil); code != 200 || !up.saw("GET /api/v4/projects/g%2Fp/merge_requests token=true") {
+		t.Errorf("GitLab REST read: %d %q; the stand-in saw %v", code, body, up.seen)
+	}
+	accept := `mutation { mergeRequestAccept(input:{projectPath:"g/p", iid:"1"}) { errors } }`
+	if code, body := forgePostTo(t, bport, secret, "http://gitlab.api.corral/api/graphql", accept); code != 403 || !strings.Contains(body, `forge_api_allow = ["merge"]`) || up.saw("mergeRequestAccept") {
+		t.Errorf("GitLab GraphQL merge: %d %q; the stand-in saw %v", code, body, up.seen)
+	}
 	egress, _ := os.ReadFile(h.EgressLog(box))
 	if !bytes.Contains(egress, []byte(`"forge":"merge"`)) || bytes.Contains(egress, []byte(forgeTokenValue)) {
 		t.Errorf("the egress log lacks the refusal's class or holds the token:\n%s", egress)
@@ -130,6 +144,9 @@ func TestForgeAPIThroughBroker(t *testing.T) {
 	}
 	if code, body := forgePost(t, bport, secret, merge); code != 200 || !up.saw("POST /graphql token=true {\"query\":\"mutation { m: mergePullRequest") {
 		t.Errorf("control, forge_api_allow = [merge]: %d %q; the stand-in saw %v", code, body, up.seen)
+	}
+	if code, body := forgePostTo(t, bport, secret, "http://gitlab.api.corral/api/graphql", accept); code != 200 || !up.saw("mergeRequestAccept") {
+		t.Errorf("control, GitLab, forge_api_allow = [merge]: %d %q; the stand-in saw %v", code, body, up.seen)
 	}
 }
 
@@ -157,7 +174,7 @@ func TestRouteWithGitTokenNeedsForge(t *testing.T) {
 		p, err := planRoutes(cfg, lookup)
 		if c.wantErr {
 			if err == nil || !strings.Contains(err.Error(), `api route "mygh" carries the git token of github.com`) ||
-				!strings.Contains(err.Error(), `forge = "github"`) {
+				!strings.Contains(err.Error(), "set forge (github or gitlab) in [api_routes.mygh]") {
 				t.Errorf("%s: %v, want the route refused", c.name, err)
 			}
 			continue
