@@ -6,6 +6,8 @@ package broker
 //   - answers 405 unless METHOD and PATH match one of the route's "METHOD /path" patterns (a
 //     pattern ending in "/*" matches every path below it); paths must already be clean (no "..",
 //     "//" or percent-encoded bytes that would change their meaning upstream);
+//   - on a forge route (forge.go), classes the request (read, merge, push, protection, write)
+//     and refuses the classes the route does not allow, before any credential is added;
 //   - drops any header the box sent under the credential's name, adds the credential, and sends
 //     the request to the route's upstream on a connection to a checked address (public, or named
 //     by an address entry of the allow-list), over TLS for https upstreams;
@@ -55,6 +57,12 @@ type APIRoute struct {
 	Allow []string `json:"allow"`
 	// RootCAs verifies the upstream's certificate; nil means the host's roots (tests set it).
 	RootCAs *x509.CertPool `json:"-"`
+	// Forge, when set ("github", "gitlab"), makes this a forge's API route (forge.go): after
+	// the allow patterns, every request is classified (read, merge, push, protection, write)
+	// and any but a read is refused unless ForgeAllow lists its class. A "gitlab" route also
+	// accepts "%2F" inside a path segment (a project named by its path).
+	Forge      string   `json:"forge,omitempty"`
+	ForgeAllow []string `json:"forgeAllow,omitempty"`
 	// Git, when set, makes this a git route (git.go): Name is then the git host as git_tokens
 	// names it (HOST or HOST:PORT), Upstream must be https://NAME, Allow is unused (git
 	// smart-HTTP requests only), and the box calls http://HOST.git.corral/REPO.
@@ -72,6 +80,8 @@ type apiRoute struct {
 	login    *login.Source
 	allow    [][2]string
 	roots    *x509.CertPool
+	// forge is set for a forge's API route: its kind and the classes it lets through.
+	forge *forgeRules
 	// git and boxPort are set for git routes: the push rules, and the port the box calls.
 	git     *GitRules
 	boxPort uint16
@@ -150,6 +160,9 @@ func parseRoute(r APIRoute, lo login.Options) (*apiRoute, error) {
 	if len(rt.allow) == 0 {
 		return nil, errors.New("no allow patterns: the route would refuse everything")
 	}
+	if rt.forge, err = parseForge(r.Forge, r.ForgeAllow); err != nil {
+		return nil, err
+	}
 	return rt, nil
 }
 
@@ -221,7 +234,14 @@ func cleanPath(u *url.URL) (string, bool) {
 func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Request, rt *apiRoute, e Entry, start time.Time) bool {
 	e.Route = rt.name
 	p, clean := cleanPath(req.URL)
-	e.Path = p
+	raw := p
+	if !clean {
+		p, raw, clean = forgeCleanPath(rt, req.URL)
+	}
+	if rt.forge != nil && strings.Contains(p, "%") {
+		clean = false // "%25": an upstream that decoded twice would read another path than was judged
+	}
+	e.Path = raw
 	if !clean || e.Port != 80 || !rt.permits(req.Method, p) {
 		if !clean {
 			e.Path = req.URL.EscapedPath()
@@ -229,7 +249,16 @@ func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Reque
 		b.refuse(dc, start, withReason(e, "method or path not allowed on api route"), http.StatusMethodNotAllowed)
 		return false
 	}
-	return b.forwardRoute(ctx, dc, rt, req, outgoing(req, rt.upstream, &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery}), e, start)
+	if rt.forge != nil {
+		if !b.serveForge(dc, req, rt, &e, p, raw, start) {
+			return false
+		}
+	}
+	u := &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery}
+	if raw != p {
+		u.RawPath = rt.base + raw
+	}
+	return b.forwardRoute(ctx, dc, rt, req, outgoing(req, rt.upstream, u), e, start)
 }
 
 // forwardRoute sends out to rt's upstream, on a connection to a checked address (over TLS for

@@ -129,6 +129,9 @@ type Config struct {
 	// GitPushForce is `git_push_force` (trusted-only): pushes may update allowed refs without
 	// a proven fast-forward.
 	GitPushForce bool
+	// ForgeAPIAllow is `forge_api_allow` (trusted-only): the classes of forge API request
+	// (merge, push, protection, write) a forge route lets through (apiroutes.go).
+	ForgeAPIAllow []string
 }
 
 // Default returns the built-in defaults, the lowest layer.

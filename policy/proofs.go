@@ -42,6 +42,7 @@ var proofs = map[string][]string{
 	"egress":            {"e2e.TestBrokerMode"},
 	"env_file":          {"session.TestSessionEnvTrustedSources"},
 	"env_from_host":     {"e2e.TestBoxLifecycle", "session.TestSessionEnvTrustedSources"},
+	"forge_api_allow":   {"session.TestForgeAPIThroughBroker"},
 	"forward_env":       {"session.TestSessionEnv"},
 	"git_push_delete":   {"session.TestGitTokensThroughBroker"},
 	"git_push_force":    {"session.TestGitTokensThroughBroker"},
