@@ -19,6 +19,8 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
+
+	"github.com/git-corral/git-corral/login"
 )
 
 const forgeToken = "ghp_forge-token-held-on-the-host"
@@ -521,13 +523,13 @@ func TestForgeRouteConfigErrors(t *testing.T) {
 	} {
 		r := base
 		r.Forge, r.ForgeAllow = c.forge, c.allow
-		if _, err := parseRoutes([]APIRoute{r}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := parseRoutes([]APIRoute{r}, login.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("forge %q allow %v: %v, want %q", c.forge, c.allow, err, c.want)
 		}
 	}
 	r := base
 	r.Forge, r.ForgeAllow = ForgeGitHub, ForgeClasses
-	if _, err := parseRoutes([]APIRoute{r}); err != nil {
+	if _, err := parseRoutes([]APIRoute{r}, login.Options{}); err != nil {
 		t.Errorf("control: %v", err)
 	}
 }
