@@ -129,6 +129,8 @@ func checkItem(key, v, top string) string {
 		}
 	case "git_push":
 		return checkRefPattern(v)
+	case "egress_presets":
+		return checkPresetName(v)
 	case "api_brokers":
 		if !brokerRE.MatchString(v) {
 			return fmt.Sprintf("has an invalid broker name %q", v)
