@@ -67,4 +67,6 @@ func TestTestHostsLoopbackOnly(t *testing.T) {
 	}
 }
 
-func itoaPort(p uint16) string { return netip.AddrPortFrom(netip.IPv4Unspecified(), p).String()[len("0.0.0.0:"):] }
+func itoaPort(p uint16) string {
+	return netip.AddrPortFrom(netip.IPv4Unspecified(), p).String()[len("0.0.0.0:"):]
+}
