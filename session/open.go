@@ -204,15 +204,13 @@ func NetworkFor(req Request, box string, meta vm.Meta, cfg *policy.Config) (*pol
 	if meta.Network == "" || have == cfg.Network {
 		return cfg, nil
 	}
-	if have == policy.NetworkFull && cfg.NetworkDefaulted {
+	if kept := KeptDefaultNetwork(meta, cfg); kept != cfg {
 		if req.Cmd != "fetch" {
 			req.notice(fmt.Sprintf("box %s keeps network \"full\", the default when it was made; new boxes now default to \"broker\" "+
 				"(only the hosts of egress_presets and egress). To keep full without this notice, write network = \"full\" in $CORRAL_HOME/projects/%s.toml; "+
 				"to switch, write network = \"broker\" there, then 'git corral delete --yes' and start again (work kept only in the box is lost)", box, box))
 		}
-		c := *cfg
-		c.Network = have
-		return &c, nil
+		return kept, nil
 	}
 	if networkRank[have] < networkRank[cfg.Network] {
 		return nil, hint.With(fmt.Errorf("box %s was created with network %q, the configuration now says %q", box, have, cfg.Network),
@@ -224,6 +222,19 @@ func NetworkFor(req Request, box string, meta vm.Meta, cfg *policy.Config) (*pol
 	c := *cfg
 	c.Network = have
 	return &c, nil
+}
+
+// KeptDefaultNetwork returns cfg with network full when meta records a full box and nothing in
+// the configuration named a mode (the box was made while full was the default), else cfg
+// itself. NetworkFor applies it to sessions, with its notice; views of a box (its egress, its
+// template drift) apply it so that they show the mode a session would use.
+func KeptDefaultNetwork(meta vm.Meta, cfg *policy.Config) *policy.Config {
+	if policy.Network(meta.Network) != policy.NetworkFull || cfg.Network == policy.NetworkFull || !cfg.NetworkDefaulted {
+		return cfg
+	}
+	c := *cfg
+	c.Network = policy.NetworkFull
+	return &c
 }
 
 // mountHint attaches the refused mount's own hint (home.HostPathError) to err.
