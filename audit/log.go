@@ -63,7 +63,10 @@ type Record struct {
 	Detail     string    `json:"detail,omitempty"`
 	// SSHAgent is true when the host's SSH agent is (to be) forwarded into the session.
 	SSHAgent bool `json:"sshAgent,omitempty"`
-	PID      int  `json:"pid"`
+	// PolicyDigest, on a start record, is the digest of the policy the session started under,
+	// stored as $CORRAL_HOME/logs/policies/<hex>.json (policy.Snapshot).
+	PolicyDigest string `json:"policyDigest,omitempty"`
+	PID          int    `json:"pid"`
 }
 
 // Log appends records to one JSONL file.

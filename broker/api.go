@@ -6,10 +6,16 @@ package broker
 //   - answers 405 unless METHOD and PATH match one of the route's "METHOD /path" patterns (a
 //     pattern ending in "/*" matches every path below it); paths must already be clean (no "..",
 //     "//" or percent-encoded bytes that would change their meaning upstream);
+//   - on a forge route (forge.go), classes the request (read, merge, push, protection, write)
+//     and refuses the classes the route does not allow, before any credential is added;
 //   - drops any header the box sent under the credential's name, adds the credential, and sends
 //     the request to the route's upstream on a connection to a checked address (public, or named
 //     by an address entry of the allow-list), over TLS for https upstreams;
-//   - logs method, path, route and status; never the credential.
+//   - logs method, path, route and status; never the credential;
+//   - a login route (APIRoute.Login) takes the credential from a host-held subscription login
+//     (package login) at every request instead of a fixed value: refreshed once under the
+//     login's lock when it has expired, and marked stale when the upstream answers 401, so the
+//     next request (of any box) refreshes it.
 
 import (
 	"context"
@@ -21,10 +27,13 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/git-corral/git-corral/login"
 )
 
 // APISuffix is the host suffix under which the box reaches API routes.
@@ -40,10 +49,20 @@ type APIRoute struct {
 	// "Authorization" and "Bearer …". The value is held on the host and never logged.
 	Header string `json:"header"`
 	Value  string `json:"value"`
+	// Login, when set, is the file of a host-held login (login.Path): the header's value is then
+	// Value (a prefix such as "Bearer ", may be empty) followed by the login's current access
+	// token, read at every request. Only the file's name travels to the broker child.
+	Login string `json:"login,omitempty"`
 	// Allow are the permitted requests, "METHOD /path" or "METHOD /prefix/*".
 	Allow []string `json:"allow"`
 	// RootCAs verifies the upstream's certificate; nil means the host's roots (tests set it).
 	RootCAs *x509.CertPool `json:"-"`
+	// Forge, when set ("github", "gitlab"), makes this a forge's API route (forge.go): after
+	// the allow patterns, every request is classified (read, merge, push, protection, write)
+	// and any but a read is refused unless ForgeAllow lists its class. A "gitlab" route also
+	// accepts "%2F" inside a path segment (a project named by its path).
+	Forge      string   `json:"forge,omitempty"`
+	ForgeAllow []string `json:"forgeAllow,omitempty"`
 	// Git, when set, makes this a git route (git.go): Name is then the git host as git_tokens
 	// names it (HOST or HOST:PORT), Upstream must be https://NAME, Allow is unused (git
 	// smart-HTTP requests only), and the box calls http://HOST.git.corral/REPO.
@@ -58,8 +77,11 @@ type apiRoute struct {
 	base     string
 	header   string
 	value    string
+	login    *login.Source
 	allow    [][2]string
 	roots    *x509.CertPool
+	// forge is set for a forge's API route: its kind and the classes it lets through.
+	forge *forgeRules
 	// git and boxPort are set for git routes: the push rules, and the port the box calls.
 	git     *GitRules
 	boxPort uint16
@@ -75,7 +97,7 @@ func (rt *apiRoute) boxHost() string {
 }
 
 // parseRoutes checks every route and keys them by the host the box uses.
-func parseRoutes(routes []APIRoute) (map[string]*apiRoute, error) {
+func parseRoutes(routes []APIRoute, lo login.Options) (map[string]*apiRoute, error) {
 	out := map[string]*apiRoute{}
 	var errs []error
 	for i, r := range routes {
@@ -91,7 +113,7 @@ func parseRoutes(routes []APIRoute) (map[string]*apiRoute, error) {
 			out[rt.upstream.Host+GitSuffix] = rt
 			continue
 		}
-		rt, err := parseRoute(r)
+		rt, err := parseRoute(r, lo)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("api route %d %q: %w", i+1, r.Name, err))
 			continue
@@ -101,7 +123,7 @@ func parseRoutes(routes []APIRoute) (map[string]*apiRoute, error) {
 	return out, errors.Join(errs...)
 }
 
-func parseRoute(r APIRoute) (*apiRoute, error) {
+func parseRoute(r APIRoute, lo login.Options) (*apiRoute, error) {
 	if r.Name == "" || !validRouteName(r.Name) {
 		return nil, errors.New("name must be lower-case letters, digits and '-'")
 	}
@@ -117,11 +139,17 @@ func parseRoute(r APIRoute) (*apiRoute, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", r.Upstream, err)
 	}
-	if !httpguts.ValidHeaderFieldName(r.Header) || !httpguts.ValidHeaderFieldValue(r.Value) || r.Value == "" {
+	if !httpguts.ValidHeaderFieldName(r.Header) || !httpguts.ValidHeaderFieldValue(r.Value) || (r.Value == "" && r.Login == "") {
 		return nil, errors.New("header must be a valid header name and value a non-empty value without line breaks")
 	}
 	rt := &apiRoute{name: r.Name, upstream: a, tls: u.Scheme == "https", base: strings.TrimSuffix(u.Path, "/"),
 		header: http.CanonicalHeaderKey(r.Header), value: r.Value, roots: r.RootCAs}
+	if r.Login != "" {
+		if !filepath.IsAbs(r.Login) {
+			return nil, fmt.Errorf("login %q must be the absolute path of a host-held login", r.Login)
+		}
+		rt.login = login.NewSource(r.Login, lo)
+	}
 	for _, p := range r.Allow {
 		method, pth, ok := strings.Cut(strings.TrimSpace(p), " ")
 		if !ok || method == "" || method != strings.ToUpper(method) || !strings.HasPrefix(pth, "/") {
@@ -131,6 +159,9 @@ func parseRoute(r APIRoute) (*apiRoute, error) {
 	}
 	if len(rt.allow) == 0 {
 		return nil, errors.New("no allow patterns: the route would refuse everything")
+	}
+	if rt.forge, err = parseForge(r.Forge, r.ForgeAllow); err != nil {
+		return nil, err
 	}
 	return rt, nil
 }
@@ -203,7 +234,14 @@ func cleanPath(u *url.URL) (string, bool) {
 func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Request, rt *apiRoute, e Entry, start time.Time) bool {
 	e.Route = rt.name
 	p, clean := cleanPath(req.URL)
-	e.Path = p
+	raw := p
+	if !clean {
+		p, raw, clean = forgeCleanPath(rt, req.URL)
+	}
+	if rt.forge != nil && strings.Contains(p, "%") {
+		clean = false // "%25": an upstream that decoded twice would read another path than was judged
+	}
+	e.Path = raw
 	if !clean || e.Port != 80 || !rt.permits(req.Method, p) {
 		if !clean {
 			e.Path = req.URL.EscapedPath()
@@ -211,7 +249,16 @@ func (b *Broker) serveAPI(ctx context.Context, dc *deadlineConn, req *http.Reque
 		b.refuse(dc, start, withReason(e, "method or path not allowed on api route"), http.StatusMethodNotAllowed)
 		return false
 	}
-	return b.forwardRoute(ctx, dc, rt, req, outgoing(req, rt.upstream, &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery}), e, start)
+	if rt.forge != nil {
+		if !b.serveForge(dc, req, rt, &e, p, raw, start) {
+			return false
+		}
+	}
+	u := &url.URL{Path: rt.base + p, RawQuery: req.URL.RawQuery}
+	if raw != p {
+		u.RawPath = rt.base + raw
+	}
+	return b.forwardRoute(ctx, dc, rt, req, outgoing(req, rt.upstream, u), e, start)
 }
 
 // forwardRoute sends out to rt's upstream, on a connection to a checked address (over TLS for
@@ -253,10 +300,36 @@ func (b *Broker) forwardRoute(ctx context.Context, dc *deadlineConn, rt *apiRout
 	if (rt.tls && rt.upstream.Port == 443) || (!rt.tls && rt.upstream.Port == 80) {
 		out.Host = hostOnly(rt.upstream)
 	}
+	value, onStatus, ok := b.routeValue(ctx, rt)
+	if !ok {
+		b.refuse(dc, start, withReason(e, "host-held login unusable (see the broker log)"), http.StatusBadGateway)
+		return false
+	}
 	out.Header.Del(rt.header)
-	out.Header.Set(rt.header, rt.value)
+	out.Header.Set(rt.header, value)
 	continueIfExpected(dc, req)
-	return b.exchange(dc, &deadlineConn{Conn: up}, out, req.Close, e, start)
+	return b.exchange(dc, &deadlineConn{Conn: up}, out, req.Close, e, start, onStatus)
+}
+
+// routeValue is the credential rt adds: its fixed value, or the prefix and the current token
+// of its login, with a hook that marks that token stale when the upstream answers 401 (the
+// failing request is not replayed: its body is already gone; the next one gets a new token).
+func (b *Broker) routeValue(ctx context.Context, rt *apiRoute) (string, func(int), bool) {
+	if rt.login == nil {
+		return rt.value, nil, true
+	}
+	tok, err := rt.login.Token(ctx)
+	if err != nil {
+		b.logf("api route %s: %v", rt.name, err)
+		return "", nil, false
+	}
+	return rt.value + tok, func(status int) {
+		if status == http.StatusUnauthorized {
+			if _, err := rt.login.Invalidate(ctx, tok); err != nil {
+				b.logf("api route %s: upstream refused the login's token: %v", rt.name, err)
+			}
+		}
+	}, true
 }
 
 func hostOnly(a Authority) string {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/git-corral/git-corral/login"
 )
 
 const apiToken = "ghp_host-only-token-never-in-the-box"
@@ -114,7 +116,7 @@ func TestAPIRouteConfigErrors(t *testing.T) {
 		{Name: "a", Upstream: "https://u:p@x.example", Header: "A", Value: "v", Allow: []string{"GET /x"}},
 	}
 	for i, r := range bad {
-		if _, err := parseRoutes([]APIRoute{r}); err == nil {
+		if _, err := parseRoutes([]APIRoute{r}, login.Options{}); err == nil {
 			t.Errorf("route %d accepted: %+v", i, r)
 		}
 	}

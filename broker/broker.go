@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/git-corral/git-corral/login"
 )
 
 // Resolver looks names up on the host. *net.Resolver satisfies it; tests inject their own so
@@ -102,6 +104,8 @@ type Config struct {
 	Limits Limits
 	// APIRoutes are the API broker routes (trusted-only; see api.go).
 	APIRoutes []APIRoute
+	// Login tunes the host-held logins of login routes (tests shorten the refresh skew).
+	Login login.Options
 	// Logf receives diagnostics (never secrets); nil discards them.
 	Logf func(format string, args ...any)
 	// TestHosts answers for the names it holds instead of Resolver, with loopback addresses
@@ -154,7 +158,7 @@ func New(cfg Config) (*Broker, error) {
 		resolver: cfg.Resolver, dial: cfg.Dial, lim: cfg.Limits.withDefaults(), logf: cfg.Logf,
 		active: map[net.Conn]*tunnelConns{},
 	}
-	if b.api, err = parseRoutes(cfg.APIRoutes); err != nil {
+	if b.api, err = parseRoutes(cfg.APIRoutes, cfg.Login); err != nil {
 		return nil, err
 	}
 	for name, addrs := range cfg.TestHosts {

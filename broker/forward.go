@@ -96,7 +96,7 @@ func (b *Broker) serveHTTP(ctx context.Context, dc *deadlineConn, br *bufio.Read
 	defer up.Close()
 	e.Addr, e.Rule = netip.AddrPortFrom(addr, a.Port).String(), v.rule
 	continueIfExpected(dc, req)
-	return b.exchange(dc, &deadlineConn{Conn: up}, outgoing(req, a, req.URL), req.Close, e, start)
+	return b.exchange(dc, &deadlineConn{Conn: up}, outgoing(req, a, req.URL), req.Close, e, start, nil)
 }
 
 // outgoing builds the origin-form request sent upstream.
@@ -124,8 +124,9 @@ func outgoing(req *http.Request, a Authority, u *url.URL) *http.Request {
 }
 
 // exchange sends out upstream, relays the answer to the client and logs the attempt.
-// clientClose is set when the client asked to close after this request.
-func (b *Broker) exchange(dc, up *deadlineConn, out *http.Request, clientClose bool, e Entry, start time.Time) bool {
+// clientClose is set when the client asked to close after this request; onStatus, when set,
+// learns the upstream's status before the answer is relayed.
+func (b *Broker) exchange(dc, up *deadlineConn, out *http.Request, clientClose bool, e Entry, start time.Time, onStatus func(int)) bool {
 	written := dc.nwrite
 	fail := func(reason string, status int) bool {
 		e.BytesUp = up.nwrite
@@ -147,6 +148,9 @@ func (b *Broker) exchange(dc, up *deadlineConn, out *http.Request, clientClose b
 		return fail("bad or no upstream response", http.StatusBadGateway)
 	}
 	defer resp.Body.Close()
+	if onStatus != nil {
+		onStatus(resp.StatusCode)
+	}
 	up.extend = b.lim.IdleTimeout
 	stripHop(resp.Header)
 	framed := resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0

@@ -46,6 +46,9 @@ type Entry struct {
 	// Route and Path are set for API broker requests only.
 	Route string `json:"route,omitempty"`
 	Path  string `json:"path,omitempty"`
+	// Forge is the class of a request on a forge's API route (forge.go): read, merge, push,
+	// protection or write; override or unreadable for a request refused before it had one.
+	Forge string `json:"forge,omitempty"`
 	// Refs are the refs of a push on a git route, each with its verdict.
 	Refs []RefDecision `json:"refs,omitempty"`
 }

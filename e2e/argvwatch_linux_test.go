@@ -275,6 +275,13 @@ func (w *argvWatch) judge(pid int, lived time.Duration) {
 // check reads one process's command line; false when it could not (the process was gone).
 func (w *argvWatch) check(p string, at time.Time) bool {
 	b, err := os.ReadFile(p)
+	// A live process's command line can read empty for a moment (seen under load: a bash in
+	// state R, read empty, lived 1.5 s): read it again while it lives and is no zombie, for up
+	// to argvRetries × argvRetryGap. What is read then is checked like any other read.
+	for i := 0; err == nil && len(b) == 0 && i < argvRetries && !zombie(p); i++ {
+		time.Sleep(argvRetryGap)
+		b, err = os.ReadFile(p)
+	}
 	took := time.Since(at)
 	why := ""
 	if err != nil || len(b) == 0 {
@@ -300,6 +307,28 @@ func (w *argvWatch) check(p string, at time.Time) bool {
 		w.leaks[p+": "+strings.ReplaceAll(s, "\x00", " ")] = true
 	}
 	return true
+}
+
+// argvRetries and argvRetryGap bound check's second reads of an empty command line.
+const (
+	argvRetries  = 10
+	argvRetryGap = 5 * time.Millisecond
+)
+
+// zombie reports whether the process of a /proc/PID/cmdline path has exited (state Z or X) or
+// is gone.
+func zombie(cmdline string) bool {
+	b, err := os.ReadFile(strings.TrimSuffix(cmdline, "/cmdline") + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses, which may itself hold ") ".
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	st := b[i+2]
+	return st == 'Z' || st == 'X'
 }
 
 // unreadWhy says why a command line read nothing, and what the process was then: its name, state,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Env is the environment variable that moves git corral's state directory.
@@ -66,6 +67,19 @@ func (h Home) Logs() string { return filepath.Join(h.Dir, "logs") }
 
 // SessionsLog is the audit log.
 func (h Home) SessionsLog() string { return filepath.Join(h.Logs(), "sessions.jsonl") }
+
+// PolicySnapshots is where sessions store the policy they started under, by digest
+// (policy.Snapshot): logs/policies/<hex>.json.
+func (h Home) PolicySnapshots() string { return filepath.Join(h.Logs(), "policies") }
+
+// PolicySnapshot is the file of the snapshot with digest "sha256:<hex>"; "" for another form.
+func (h Home) PolicySnapshot(digest string) string {
+	hexd, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok || len(hexd) != 64 || strings.Trim(hexd, "0123456789abcdef") != "" {
+		return ""
+	}
+	return filepath.Join(h.PolicySnapshots(), hexd+".json")
+}
 
 // EgressLog is the broker's decision log of a box.
 func (h Home) EgressLog(box string) string {

@@ -8,13 +8,17 @@ package policy
 //   - [api_routes.NAME] is trusted-only like every key that spends the user's credentials: the
 //     repository may not name it in any spelling (classify.go refuses the whole table);
 //   - the table's keys are matched exactly (upstream, header, value_prefix, value_env, allow,
-//     base_url_env); anything else, a case variant or a NAME that is not [a-z0-9-] is refused
+//     base_url_env, forge); anything else, a case variant or a NAME that is not [a-z0-9-] is refused
 //     with its file and line;
 //   - a [api_routes.NAME] with a built-in NAME changes only the fields it sets; layers merge
 //     the same way (tables by key, allow by union);
 //   - every api_brokers entry must name a built-in or defined route, and every route it names
 //     must be complete (upstream, header, value_env, at least one allow pattern): checked once
-//     every layer is read, each problem naming the entry's file and line.
+//     every layer is read, each problem naming the entry's file and line;
+//   - a route with forge set (the built-in github and gitlab routes; forge in a table) is a
+//     forge's API: the broker classes its requests and refuses merge, push, protection and
+//     GraphQL writes unless forge_api_allow lists the class (broker/forge.go). A route that
+//     carries a git_tokens token must have it (the session refuses one that does not).
 
 import (
 	"fmt"
@@ -50,15 +54,32 @@ type APIRoute struct {
 	// PlaceholderEnv is a box variable set to a placeholder, for clients that refuse to start
 	// without a key; the broker replaces the header it fills. Built-in routes only.
 	PlaceholderEnv string `json:"placeholderEnv,omitempty"`
+	// Forge is the forge whose API the route reaches ("github", "gitlab"), whose requests the
+	// broker classes (forge_api_allow); "" for another API.
+	Forge string `json:"forge,omitempty"`
+}
+
+// ForgeKinds are the values of a route's forge field.
+var ForgeKinds = []string{"github", "gitlab"}
+
+// ForgeClasses are the values forge_api_allow may list.
+var ForgeClasses = []string{"merge", "push", "protection", "write"}
+
+// checkForgeClass checks one forge_api_allow entry.
+func checkForgeClass(v string) string {
+	if !slices.Contains(ForgeClasses, v) {
+		return fmt.Sprintf("has the class %q; want one of %s", v, strings.Join(ForgeClasses, ", "))
+	}
+	return ""
 }
 
 // routeFields are the keys of an [api_routes.NAME] table and their kinds.
 var routeFields = map[string]Kind{
 	"upstream": KindString, "header": KindString, "value_prefix": KindString,
-	"value_env": KindString, "allow": KindStrings, "base_url_env": KindString,
+	"value_env": KindString, "allow": KindStrings, "base_url_env": KindString, "forge": KindString,
 }
 
-const routeFieldList = "upstream, header, value_prefix, value_env, allow, base_url_env"
+const routeFieldList = "upstream, header, value_prefix, value_env, allow, base_url_env, forge"
 
 // builtinRoutes is the catalogue of well-known APIs, enabled by naming them in api_brokers.
 var builtinRoutes = map[string]APIRoute{
@@ -71,8 +92,14 @@ var builtinRoutes = map[string]APIRoute{
 	"gemini": {Upstream: "https://generativelanguage.googleapis.com", Header: "x-goog-api-key", ValueEnv: []string{"GEMINI_API_KEY"},
 		Allow:      []string{"POST /v1beta/models/*", "GET /v1beta/models", "GET /v1beta/models/*", "POST /v1/models/*", "GET /v1/models"},
 		BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", PlaceholderEnv: "GEMINI_API_KEY"},
+	// github: reads, REST and GraphQL; GraphQL mutations and every REST write are refused
+	// unless forge_api_allow lists their class or an allow pattern names the REST path.
 	"github": {Upstream: "https://api.github.com", Header: "Authorization", ValuePrefix: "Bearer ",
-		ValueEnv: []string{"GITHUB_TOKEN", "GH_TOKEN"}, Allow: []string{"GET /*"}},
+		ValueEnv: []string{"GITHUB_TOKEN", "GH_TOKEN"}, Allow: []string{"GET /*", "POST /graphql"}, Forge: "github"},
+	// gitlab: the same for GitLab's REST (/api/v4) and GraphQL APIs; PRIVATE-TOKEN is the
+	// header GitLab documents for personal, project and group access tokens.
+	"gitlab": {Upstream: "https://gitlab.com", Header: "PRIVATE-TOKEN", ValueEnv: []string{"GITLAB_TOKEN"},
+		Allow: []string{"GET /api/v4/*", "POST /api/graphql"}, Forge: "gitlab"},
 }
 
 // BuiltinRouteNames lists the catalogue's route names, sorted.
@@ -95,7 +122,7 @@ func (c *Config) Route(name string) (APIRoute, bool) {
 		return APIRoute{}, false
 	}
 	for _, f := range []struct{ dst, src *string }{{&r.Upstream, &u.Upstream}, {&r.Header, &u.Header},
-		{&r.ValuePrefix, &u.ValuePrefix}, {&r.BaseURLEnv, &u.BaseURLEnv}} {
+		{&r.ValuePrefix, &u.ValuePrefix}, {&r.BaseURLEnv, &u.BaseURLEnv}, {&r.Forge, &u.Forge}} {
 		if *f.src != "" {
 			*f.dst = *f.src
 		}
@@ -187,6 +214,10 @@ func checkRouteString(field, v string) string {
 		if !envNameRE.MatchString(v) {
 			return fmt.Sprintf("must be a variable name, not %q", v)
 		}
+	case "forge":
+		if !slices.Contains(ForgeKinds, v) {
+			return fmt.Sprintf("must name a forge whose API the broker knows (%s), not %q", strings.Join(ForgeKinds, ", "), v)
+		}
 	case "value_prefix":
 		if len(v) > 64 || visible.Has(v) || !httpguts.ValidHeaderFieldValue(v) {
 			return fmt.Sprintf("must be at most 64 printable characters such as \"Bearer \", not %q", v)
@@ -226,7 +257,7 @@ func (l *loader) applyRoute(s setting, o Origin) {
 		r.ValueEnv = []string{rv.value.(string)}
 	default:
 		*map[string]*string{"upstream": &r.Upstream, "header": &r.Header, "value_prefix": &r.ValuePrefix,
-			"base_url_env": &r.BaseURLEnv}[rv.field] = rv.value.(string)
+			"base_url_env": &r.BaseURLEnv, "forge": &r.Forge}[rv.field] = rv.value.(string)
 	}
 	if rv.field != "allow" {
 		l.eff.Origins[key] = o
@@ -271,7 +302,7 @@ func (e *Effective) routeSettings(k KeySpec) []Setting {
 	for _, n := range names {
 		r, key := e.Config.APIRoutes[n], k.Name+"."+n+"."
 		for _, f := range []struct{ name, v string }{{"upstream", r.Upstream}, {"header", r.Header},
-			{"value_prefix", r.ValuePrefix}, {"base_url_env", r.BaseURLEnv}} {
+			{"value_prefix", r.ValuePrefix}, {"base_url_env", r.BaseURLEnv}, {"forge", r.Forge}} {
 			if f.v != "" {
 				out = append(out, Setting{Key: key + f.name, Class: k.Class.String(), Value: f.v, Origin: e.Origins[key+f.name].String()})
 			}

@@ -159,3 +159,49 @@ func TestAgentHostsJoinEgress(t *testing.T) {
 		}
 	}
 }
+
+// TestForgeAPIAllow: forge_api_allow loads from a trusted file with its origin, and the forge
+// field of a route loads and overrides; a bad class, a bad forge, and the key in the
+// repository's file are each refused naming the file, line, key and value. The built-in
+// github route is a forge route that allows GraphQL reads.
+func TestForgeAPIAllow(t *testing.T) {
+	f := newFixture(t)
+	file := f.project("forge_api_allow = [\"write\", \"merge\"]\n[api_routes.ghes]\nupstream = \"https://ghe.example/api/v3\"\nheader = \"Authorization\"\nvalue_env = \"GHES_TOKEN\"\nallow = [\"GET /*\"]\nforge = \"github\"\n")
+	eff := f.mustLoad()
+	if !slices.Equal(eff.Config.ForgeAPIAllow, []string{"write", "merge"}) || eff.Origins["forge_api_allow[0]"].String() != file+":1" {
+		t.Errorf("forge_api_allow = %v from %v", eff.Config.ForgeAPIAllow, eff.Origins["forge_api_allow[0]"])
+	}
+	if r, _ := eff.Config.Route("ghes"); r.Forge != "github" || eff.Origins["api_routes.ghes.forge"].String() != file+":7" {
+		t.Errorf("route ghes = %+v from %v", r, eff.Origins["api_routes.ghes.forge"])
+	}
+	if gh, _ := eff.Config.Route("github"); gh.Forge != "github" || !slices.Contains(gh.Allow, "POST /graphql") || slices.Contains(gh.Allow, "POST /*") {
+		t.Errorf("built-in github = %+v", gh)
+	}
+	if gl, _ := eff.Config.Route("gitlab"); gl.Forge != "gitlab" || !slices.Equal(gl.Allow, []string{"GET /api/v4/*", "POST /api/graphql"}) {
+		t.Errorf("built-in gitlab = %+v", gl)
+	}
+	for _, c := range []struct {
+		name, toml, key, problem string
+		repo                     bool
+	}{
+		{"unknown class", "forge_api_allow = [\"merge\", \"admin\"]", "forge_api_allow", `has the class "admin"; want one of merge, push, protection, write`, false},
+		{"read is not a class", "forge_api_allow = [\"read\"]", "forge_api_allow", `has the class "read"`, false},
+		{"repository", "forge_api_allow = [\"merge\"]", "forge_api_allow", "may not be set by the repository", true},
+		{"unknown forge", "[api_routes.x]\nforge = \"gitea\"", "api_routes.x.forge", `(github, gitlab), not "gitea"`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			file := f.project(c.toml)
+			if c.repo {
+				file = f.repo(c.toml)
+			}
+			vs := f.violations()
+			for _, v := range vs {
+				if v.Key == c.key && v.File == file && v.Line > 0 && strings.Contains(v.Problem, c.problem) {
+					return
+				}
+			}
+			t.Errorf("no violation of %q at %s:N with %q; got %v", c.key, file, c.problem, vs)
+		})
+	}
+}

@@ -84,6 +84,9 @@ type Config struct {
 	// AgentState is `agent_state`: shared (the host's agent state directory is mounted),
 	// seeded (copied in once) or isolated (the box starts empty); from loosest to strictest.
 	AgentState string
+	// AgentLogin is `agent_login` (trusted-only): the host-held login the session's agent uses
+	// in broker mode ("" the one named after the agent, if any; "none" none).
+	AgentLogin string
 	// APIBrokers is `api_brokers` (trusted-only): API brokers the box may use, by name.
 	APIBrokers []string
 	// APIRoutes is `[api_routes.NAME]` (trusted-only): API broker routes defined or changed by
@@ -129,6 +132,9 @@ type Config struct {
 	// GitPushForce is `git_push_force` (trusted-only): pushes may update allowed refs without
 	// a proven fast-forward.
 	GitPushForce bool
+	// ForgeAPIAllow is `forge_api_allow` (trusted-only): the classes of forge API request
+	// (merge, push, protection, write) a forge route lets through (apiroutes.go).
+	ForgeAPIAllow []string
 
 	// Fields below were added with secure defaults (issue 34); each names its TOML key.
 

@@ -34,6 +34,7 @@ var proofs = map[string][]string{
 	"readonly_project":   {"vm.TestRenderPromises"},
 	"source":             {"e2e.TestCloneBox"},
 
+	"agent_login":       {"session.TestAgentLoginRoute"},
 	"agent_min_age":     {"main.TestScripts"}, // testdata/script/agents.txtar
 	"agent_versions":    {"main.TestScripts"}, // testdata/script/agents.txtar
 	"api_brokers":       {"e2e.TestKeysAPIBrokers"},
@@ -42,6 +43,7 @@ var proofs = map[string][]string{
 	"egress":            {"e2e.TestBrokerMode"},
 	"env_file":          {"session.TestSessionEnvTrustedSources"},
 	"env_from_host":     {"e2e.TestBoxLifecycle", "session.TestSessionEnvTrustedSources"},
+	"forge_api_allow":   {"session.TestForgeAPIThroughBroker"},
 	"forward_env":       {"session.TestSessionEnv"},
 	"git_push_delete":   {"session.TestGitTokensThroughBroker"},
 	"git_push_force":    {"session.TestGitTokensThroughBroker"},

@@ -22,6 +22,7 @@ import (
 	"github.com/git-corral/git-corral/agents"
 	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/visible"
+	"github.com/git-corral/git-corral/login"
 )
 
 var (
@@ -98,6 +99,11 @@ func checkString(key, mapKey, v string) string {
 			return err.Error()
 		}
 		return ""
+	case "agent_login":
+		if v != "" && v != "none" && login.CheckName(v) != nil {
+			return fmt.Sprintf("must name a host-held login ([a-z0-9][a-z0-9-]*, at most 63; 'git corral agents logins' lists them) or be \"none\", not %q", v)
+		}
+		return ""
 	case "name":
 		if v != "" && !boxNameRE.MatchString(v) {
 			return fmt.Sprintf("must be a box name ([a-z][a-z0-9-]*, at most 40), not %q", v)
@@ -131,6 +137,8 @@ func checkItem(key, v, top string) string {
 		return checkRefPattern(v)
 	case "egress_presets":
 		return checkPresetName(v)
+	case "forge_api_allow":
+		return checkForgeClass(v)
 	case "api_brokers":
 		if !brokerRE.MatchString(v) {
 			return fmt.Sprintf("has an invalid broker name %q", v)

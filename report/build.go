@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/git-corral/git-corral/audit"
@@ -90,7 +89,7 @@ func Build(ctx context.Context, o Options) (*Record, error) {
 	}
 	s.Sessions = chosen
 	s.Box = boxSection(o.Home, o.Box)
-	s.Policy = policySection(ctx, o.Policy)
+	s.Policy = policySection(ctx, o.Policy, chosen[len(chosen)-1])
 	entries, bad, err := readEgress(o.Home.EgressLog(o.Box))
 	if err != nil {
 		s.Egress = Egress{Log: o.Home.EgressLog(o.Box), Counts: map[string]int{}, Destinations: []Destination{}, Refusals: []EgressEntry{}, Unavailable: err.Error()}
@@ -201,40 +200,50 @@ func goldenInfo(h home.Home, key string) *GoldenInfo {
 	return gi
 }
 
-// policySection loads the effective configuration as git corral config --json shows it.
-func policySection(ctx context.Context, lo policy.LoadOptions) Policy {
-	p := Policy{Settings: []policy.Setting{}, Files: []PolicyFile{}}
+// policySection is the policy session started under, from the snapshot its start record names
+// (checked against that digest), or, for a session from before sessions stored one, the
+// effective configuration loaded now, as git corral config --json shows it.
+func policySection(ctx context.Context, lo policy.LoadOptions, session Session) Policy {
+	p := Policy{Settings: []policy.Setting{}, Files: []PolicyFile{}, At: "report"}
 	if lo.Home.Dir == "" {
 		p.Unavailable = "no configuration was loaded"
 		return p
 	}
 	p.Files = policyFiles(lo)
+	if session.PolicyDigest != "" {
+		snap, err := storedSnapshot(lo.Home, session.PolicyDigest)
+		if err != nil {
+			p.Unavailable = fmt.Sprintf("session %s started under policy %s: %v", session.ID, session.PolicyDigest, err)
+			return p
+		}
+		p.Settings, p.Digest, p.At, p.Session = snap.Settings, snap.Digest, "session start", session.ID
+		return p
+	}
 	eff, err := policy.Load(ctx, lo)
 	if err != nil {
 		p.Unavailable = "load the configuration: " + err.Error()
 		return p
 	}
-	for _, st := range eff.Settings() {
-		if strings.HasPrefix(st.Key, "env.") {
-			if v, ok := st.Value.(string); ok {
-				st.Value = redact(v)
-			}
-		}
-		p.Settings = append(p.Settings, st)
-	}
-	raw, err := compactJSON(p.Settings)
+	snap, err := eff.Snapshot()
 	if err != nil {
-		p.Unavailable = "encode the configuration: " + err.Error()
+		p.Unavailable = err.Error()
 		return p
 	}
-	p.Digest = sumHex(raw)
+	p.Settings, p.Digest = snap.Settings, snap.Digest
 	return p
 }
 
-// redact replaces a value by its sha256: the record names it, a reviewer who knows the value can
-// match it, and it is not repeated.
-func redact(v string) string {
-	return "redacted " + sumHex([]byte(v))
+// storedSnapshot reads the policy snapshot stored under digest and checks it.
+func storedSnapshot(h home.Home, digest string) (policy.Snapshot, error) {
+	f := h.PolicySnapshot(digest)
+	if f == "" {
+		return policy.Snapshot{}, errors.New("the digest is malformed")
+	}
+	raw, err := os.ReadFile(f)
+	if err != nil {
+		return policy.Snapshot{}, err
+	}
+	return policy.CheckSnapshot(raw, digest)
 }
 
 // policyFiles lists the files a load reads with their hashes, in layer order.

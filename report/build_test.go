@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/git-corral/git-corral/audit"
+	"github.com/git-corral/git-corral/policy"
 )
 
 // TestBuildLastSession records the box's last session from the real logs and repository: its
@@ -58,7 +59,7 @@ func TestBuildLastSession(t *testing.T) {
 	if s.Box.Image != "debian-12-abc" || s.Box.Mode != "mount" || s.Box.Golden == nil || s.Box.Golden.SHA256 != "aa11" || s.Box.Golden.Unavailable != "" {
 		t.Fatalf("box = %+v golden %+v", s.Box, s.Box.Golden)
 	}
-	if s.Policy.Digest == "" || s.Policy.Unavailable != "" || !hasSetting(s.Policy, "env.API_HINT", redact(envSecret)) {
+	if s.Policy.Digest == "" || s.Policy.Unavailable != "" || !hasSetting(s.Policy, "env.API_HINT", policy.Redact(envSecret)) {
 		t.Fatalf("policy = %+v", s.Policy)
 	}
 	for _, secret := range []string{argvSecret, envSecret} {

@@ -5,7 +5,9 @@
 // What it owns:
 //   - Build (build.go): reads the audit log (sessions.go), the box's metadata and golden base,
 //     the broker's egress log (egress.go; git-push decisions are its entries with a ref), the
-//     effective policy the caller loaded, the host's diff check, the box's snapshots and the
+//     policy the session started under (the snapshot its start record names, stored under
+//     $CORRAL_HOME/logs/policies by the session; the configuration loaded now for a session
+//     from before sessions stored one, and the section's "at" says which), the host's diff check, the box's snapshots and the
 //     commits made and fetched back (commits.go, read with go-git: no git process, no hook, no
 //     repository config) and assembles a Record.
 //   - Encode and Check (hash.go): the document's bytes and its integrity check.

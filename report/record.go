@@ -98,12 +98,19 @@ type GoldenInfo struct {
 }
 
 // Policy is the effective configuration with the origin of every value, as git corral config
-// --json shows it (env values replaced by their sha256), and its digest.
+// --json shows it (env values replaced by their sha256), and its digest: the one the session
+// (for a box report, its last session) stored at its start, or, for a session from before
+// sessions stored it, the configuration loaded when the report is made (At says which).
 type Policy struct {
 	// Digest is the sha256 of Settings encoded as compact JSON.
 	Digest   string           `json:"digest,omitempty"`
 	Settings []policy.Setting `json:"settings"`
-	// Files are the configuration files of the layers, each with its sha256 when present.
+	// At is "session start" (the stored snapshot of Session's start) or "report" (loaded now).
+	At string `json:"at"`
+	// Session is the session whose start the settings are from, with At "session start".
+	Session string `json:"session,omitempty"`
+	// Files are the configuration files of the layers as they are when the report is made,
+	// each with its sha256 when present.
 	Files []PolicyFile `json:"files"`
 	// RepositoryFileChanged is true when the diff check found .corral.toml changed since the
 	// session base (the box could write it); nil when that is unknown.
@@ -134,6 +141,9 @@ type Session struct {
 	Profile  string   `json:"profile,omitempty"`
 	EnvNames []string `json:"envNames"`
 	SSHAgent bool     `json:"sshAgent"`
+	// PolicyDigest is the digest of the policy the session started under (its start record),
+	// "" for a session from before sessions recorded it.
+	PolicyDigest string `json:"policyDigest,omitempty"`
 	// Commands are the guest commands launched, names only.
 	Commands []Command `json:"commands"`
 	// Events are the session's other records (guard failures, git metadata restored) and the

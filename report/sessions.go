@@ -39,7 +39,8 @@ func sessionsOf(recs []audit.Record, now time.Time) []Session {
 			continue
 		}
 		s := Session{ID: SessionID(r), Command: r.Detail, Start: r.Time, PID: r.PID, Network: r.Network,
-			Profile: r.Profile, EnvNames: names(r.EnvNames), SSHAgent: r.SSHAgent, Commands: []Command{}, Events: []Event{}}
+			Profile: r.Profile, EnvNames: names(r.EnvNames), SSHAgent: r.SSHAgent, PolicyDigest: r.PolicyDigest,
+			Commands: []Command{}, Events: []Event{}}
 		var next time.Time // the box's next session start by another process
 		for _, o := range recs[i+1:] {
 			if o.PID != r.PID {

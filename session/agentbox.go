@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-corral/git-corral/agents"
 	"github.com/git-corral/git-corral/internal/hint"
+	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -46,7 +47,11 @@ func (b *Box) openAgents(ctx context.Context) error {
 // has no prelude.
 func (b *Box) agentSession(ctx context.Context, argv []string) (vm.Prelude, []string, error) {
 	a, ok := AgentFor(argv, b.Config.DefaultAgent)
-	auth, dropped := agentAuthEnv(a, ok, b.Config, os.LookupEnv, authHeldByBroker)
+	held := authHeldByBroker
+	if lg, err := b.login(); err == nil && lg != nil && ok && lg.agent == a.Name && b.BrokerSecret != nil {
+		held = func(policy.Config, string) bool { return true } // the host-held login replaces them
+	}
+	auth, dropped := agentAuthEnv(a, ok, b.Config, os.LookupEnv, held)
 	for _, d := range dropped {
 		b.req.notice("not passed into the box: " + d)
 	}

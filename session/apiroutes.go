@@ -14,7 +14,13 @@ package session
 //     are not offered (a notice says so) but their variables are still withheld;
 //   - a route whose host variable is unset fails the session, naming the route and variable;
 //   - in broker mode each git_tokens host is a git route too (gitroutes.go), its token held
-//     like a route's.
+//     like a route's;
+//   - a route with forge set (the built-in github and gitlab routes) gets forge_api_allow: the
+//     broker refuses its merge, push, protection and GraphQL write requests unless the key
+//     lists the class (broker/forge.go). A git_tokens host's API is not opened by git_tokens:
+//     it is a route only when api_brokers names one. A route that carries a git_tokens token
+//     (its host variable, or the same secret under another variable) without forge set fails
+//     the session, so that no route with that token skips the forge rules.
 
 import (
 	"errors"
@@ -68,9 +74,17 @@ func planRoutes(cfg *policy.Config, lookup func(string) (string, bool)) (routePl
 			errs = append(errs, fmt.Errorf("api route %q: the value of %s holds a line break or NUL", name, from))
 			continue
 		}
+		if host := gitTokenHost(cfg, from, secret, lookup); host != "" && r.Forge == "" {
+			errs = append(errs, fmt.Errorf("api route %q carries the git token of %s (%s) but has no forge rules: set forge (%s) in [api_routes.%s], or give the route another credential",
+				name, host, from, strings.Join(policy.ForgeKinds, " or "), name))
+			continue
+		}
 		p.secrets = append(p.secrets, secret)
-		p.routes = append(p.routes, broker.APIRoute{Name: name, Upstream: r.Upstream, Header: r.Header,
-			Value: r.ValuePrefix + secret, Allow: r.Allow})
+		rt := broker.APIRoute{Name: name, Upstream: r.Upstream, Header: r.Header, Value: r.ValuePrefix + secret, Allow: r.Allow}
+		if r.Forge != "" {
+			rt.Forge, rt.ForgeAllow = r.Forge, cfg.ForgeAPIAllow
+		}
+		p.routes = append(p.routes, rt)
 	}
 	if cfg.Network == policy.NetworkBroker {
 		errs = append(errs, p.planGitRoutes(cfg, lookup)...)
@@ -79,6 +93,23 @@ func planRoutes(cfg *policy.Config, lookup func(string) (string, bool)) (routePl
 		return p, hint.With(err, "set the host variable named (the secret stays on the host), or remove the route from api_brokers")
 	}
 	return p, nil
+}
+
+// gitTokenHost returns the git_tokens host whose token a route's secret (read from the host
+// variable from) is, or "".
+func gitTokenHost(cfg *policy.Config, from, secret string, lookup func(string) (string, bool)) string {
+	hosts := make([]string, 0, len(cfg.GitTokens))
+	for h := range cfg.GitTokens {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		v := cfg.GitTokens[h]
+		if t, ok := lookup(v); v == from || (ok && t != "" && t == secret) {
+			return h
+		}
+	}
+	return ""
 }
 
 // routeBoxEnv returns the box variables that point its clients at cfg's routes: base_url_env

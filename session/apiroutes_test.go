@@ -224,6 +224,12 @@ func TestRouteWithholdsEverySource(t *testing.T) {
 			if routed {
 				cfg.APIBrokers = []string{"anthropic"}
 			}
+			if routed && c.name == "git_tokens" {
+				// A route carrying a git_tokens token must be a forge route
+				// (TestRouteWithGitTokenNeedsForge): here the github route holds the variable.
+				cfg.APIBrokers = []string{"github"}
+				cfg.APIRoutes = map[string]policy.APIRoute{"github": {ValueEnv: []string{"ANTHROPIC_API_KEY"}}}
+			}
 			e, err := AssembleEnv(cfg, c.names)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)

@@ -50,6 +50,13 @@ func ensureBroker(ctx context.Context, m *vm.Manager, box string, cfg *policy.Co
 	if err != nil {
 		return nil, err
 	}
+	lg, err := planLogin(cfg, h.Dir) // agentlogin.go: the agent's host-held login, if any
+	if err != nil {
+		return nil, err
+	}
+	if lg != nil {
+		plan.routes = append(plan.routes, lg.brokerRoute(cfg))
+	}
 	digest := broker.RoutesDigest(secret, plan.routes)
 	if broker.ChildRunning(meta.BrokerPID, box) {
 		sameRoutes := broker.ChildRoutesDigest(meta.BrokerPID) == digest

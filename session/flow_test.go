@@ -232,6 +232,17 @@ func TestOpenCloneAuditsStart(t *testing.T) {
 	if events(res.Records) != "start,start" || res.Records[0].Detail != "git corral fetch" || res.Records[1].Detail != "git corral clone" {
 		t.Fatalf("audit %+v: want a start record for fetch and for clone", res.Records)
 	}
+	// clone loaded its configuration: its start names the stored policy, which checks; fetch
+	// (the control) loaded none and names none.
+	h := home.Home{Dir: filepath.Join(root, "corral")}
+	digest := res.Records[1].PolicyDigest
+	raw, err := os.ReadFile(h.PolicySnapshot(digest))
+	if err != nil || res.Records[0].PolicyDigest != "" {
+		t.Fatalf("clone's start names policy %q (%v); fetch's names %q, want none", digest, err, res.Records[0].PolicyDigest)
+	}
+	if snap, err := policy.CheckSnapshot(raw, digest); err != nil || len(snap.Settings) == 0 {
+		t.Fatalf("stored policy %s: %v, %d settings", digest, err, len(snap.Settings))
+	}
 	// A logs directory that cannot be written refuses before anything else.
 	logs := filepath.Join(root, "corral", "logs")
 	os.RemoveAll(logs)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/git-corral/git-corral/clone"
 	"github.com/git-corral/git-corral/home"
@@ -154,8 +155,17 @@ func LoadConfig(ctx context.Context, req Request, opts policy.LoadOptions) (*pol
 	if err != nil {
 		return nil, err
 	}
+	snap, err := eff.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	loaded.Store(eff.Config, snap)
 	return eff.Config, nil
 }
+
+// loaded maps each configuration LoadConfig returned to its snapshot, which preflight stores
+// and names in the session's start record.
+var loaded sync.Map
 
 // AddNetworkFlag adds --network to opts as the flag layer, refusing an unknown mode.
 func AddNetworkFlag(opts *policy.LoadOptions, network string) error {

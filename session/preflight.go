@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/boxenv"
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/internal/atomicfile"
 	"github.com/git-corral/git-corral/internal/hint"
 	"github.com/git-corral/git-corral/policy"
 )
@@ -31,7 +33,12 @@ func preflight(ctx context.Context, req Request, h home.Home, box, dir string, c
 	}
 	rec := audit.Record{Event: audit.EventStart, Box: box, Project: dir, Network: string(cfg.Network),
 		Profile: cfg.Profile, EnvNames: e.Names(), SSHAgent: cfg.SSHAgent, Detail: "git corral " + req.Cmd}
-	if err := AuditLog(h).Append(ctx, rec); err != nil {
+	digest, err := storeSnapshot(h, cfg)
+	if err == nil {
+		rec.PolicyDigest = digest
+		err = AuditLog(h).Append(ctx, rec)
+	}
+	if err != nil {
 		return hint.With(fmt.Errorf("refusing to start unaudited: %w", err),
 			"free space for (or fix the permissions of) "+h.Logs()+", then start again; nothing was booted or run")
 	}
@@ -109,9 +116,18 @@ func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []strin
 		e.Values[k] = v
 	}
 	hostValues = hostValues || idHost && len(id) > 0
+	lg, err := b.login()
+	if err != nil {
+		return nil, nil, false, err
+	}
 	if b.BrokerSecret != nil {
 		for k, v := range routeBoxEnv(b.Config) {
 			if boxenv.CheckName(k) == nil {
+				e.Values[k] = v
+			}
+		}
+		if lg != nil {
+			for k, v := range lg.boxEnv(b.Config) {
 				e.Values[k] = v
 			}
 		}
@@ -119,7 +135,10 @@ func (b *Box) env(agentAuth ...string) (vars map[string]string, envNames []strin
 			e.Values[k] = v
 		}
 		gitRouteEnv(b.Config, e.Values)
-	} else if len(b.Config.APIBrokers) > 0 {
+	} else if lg != nil {
+		b.req.notice(fmt.Sprintf("host-held login %q of %s: not offered in network %q (it goes through the broker); nothing of it reaches the box", lg.name, lg.agent, b.Config.Network))
+	}
+	if b.BrokerSecret == nil && len(b.Config.APIBrokers) > 0 {
 		b.req.notice(fmt.Sprintf("api_brokers %s: not offered in network %q (routes go through the broker); their host variables are still not passed into the box",
 			strings.Join(b.Config.APIBrokers, ", "), b.Config.Network))
 	}
@@ -134,4 +153,33 @@ func (b *Box) agentSocket() (string, error) {
 		b.req.warn(fmt.Sprintf("ssh_agent: your SSH agent is forwarded into box %s; the box can sign with your keys while this session runs", b.Name))
 	}
 	return sock, err
+}
+
+// storeSnapshot stores the snapshot of cfg's load (LoadConfig) under its digest, once: the
+// name binds the content, so an existing file is kept. A configuration not from LoadConfig
+// has none ("").
+func storeSnapshot(h home.Home, cfg *policy.Config) (string, error) {
+	v, ok := loaded.Load(cfg)
+	if !ok {
+		return "", nil
+	}
+	snap := v.(policy.Snapshot)
+	p := h.PolicySnapshot(snap.Digest)
+	if p == "" {
+		return "", fmt.Errorf("policy snapshot: malformed digest %q", snap.Digest)
+	}
+	if _, err := os.Stat(p); err == nil {
+		return snap.Digest, nil
+	}
+	if err := h.MkdirAll(h.PolicySnapshots()); err != nil {
+		return "", fmt.Errorf("store the session's policy: %w", err)
+	}
+	raw, err := json.MarshalIndent(snap, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("store the session's policy: %w", err)
+	}
+	if err := atomicfile.Write(p, append(raw, '\n'), 0o600); err != nil {
+		return "", fmt.Errorf("store the session's policy: %w", err)
+	}
+	return snap.Digest, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/git-corral/git-corral/diff"
 	"github.com/git-corral/git-corral/internal/sandboxguest"
 	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/project"
 )
 
 // TestCloneAndFetchWithSandboxGuest runs "git corral clone" and "git corral fetch" with the box
@@ -143,4 +144,42 @@ func gitTestHome(t *testing.T) (gitBin, root string) {
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
 	return gitBin, root
+}
+
+// TestStatusInCloneDir: in a clone directory (a clone record, no checkout) status names the
+// clone's box, as run and start do there; the control, the same directory without its record,
+// is "not in a git repository".
+func TestStatusInCloneDir(t *testing.T) {
+	root := t.TempDir()
+	dest := filepath.Join(root, "untrusted")
+	if err := os.MkdirAll(filepath.Join(dest, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CORRAL_HOME": filepath.Join(root, "corral"), "HOME": root, "PATH": "/nonexistent"}
+	status := func(dir string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		a := &app{stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }, dir: dir}
+		code := a.main(context.Background(), []string{"status", "--json"})
+		return code, out.String(), errOut.String()
+	}
+	if code, _, errOut := status(dest); code == 0 || !strings.Contains(errOut, "not a git repository") {
+		t.Fatalf("control without a clone record: exit %d: %s", code, errOut)
+	}
+	real, err := filepath.EvalSymlinks(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := project.BoxName(real)
+	if err := clone.WriteRecord(dest, clone.Record{Box: want, Source: "https://example.invalid/r.git", GuestDir: "/home/u/r", Branch: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{dest, filepath.Join(dest, "sub")} {
+		code, out, errOut := status(dir)
+		var r struct {
+			Box string `json:"box"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Box != want {
+			t.Fatalf("status in %s: exit %d, box %q, want %q: %s %s", dir, code, r.Box, want, out, errOut)
+		}
+	}
 }

@@ -19,17 +19,20 @@ import (
 )
 
 // agentsVerbs are the verbs of git corral agents.
-var agentsVerbs = []string{"list", "install", "update", "logout", "verify"}
+var agentsVerbs = []string{"list", "install", "update", "login", "logins", "logout", "verify"}
 
 func defineAgents(fs *pflag.FlagSet) runFunc {
 	jsonOut := fs.Bool("json", false, "print one JSON document")
 	version := fs.String("version", "", "install this exact version instead of the pinned one (install)")
+	as := fs.String("as", "", "the host-held login's name (login; logout --host); default: the agent's name")
+	importFile := fs.String("import", "", "store the refreshable login of this credentials file instead of a token from stdin (login)")
+	hostLogin := fs.Bool("host", false, "forget the host-held login instead of a box's login state (logout)")
 	return func(ctx context.Context, a *app, args []string) error {
 		verb := "list"
 		if len(args) > 0 {
 			verb, args = args[0], args[1:]
 		}
-		want := map[string]int{"list": 0, "verify": 0, "install": 1, "update": 1, "logout": 1}
+		want := map[string]int{"list": 0, "verify": 0, "logins": 0, "install": 1, "update": 1, "login": 1, "logout": 1}
 		n, ok := want[verb]
 		if !ok {
 			return usageErrorf("agents", "unknown agents verb %q (%s)", verb, strings.Join(agentsVerbs, ", "))
@@ -40,6 +43,9 @@ func defineAgents(fs *pflag.FlagSet) runFunc {
 		if *version != "" && verb != "install" {
 			return usageErrorf("agents", "--version goes with agents install only")
 		}
+		if (*as != "" && verb != "login" && !(verb == "logout" && *hostLogin)) || (*importFile != "" && verb != "login") || (*hostLogin && verb != "logout") {
+			return usageErrorf("agents", "--as goes with agents login and logout --host, --import with login, --host with logout")
+		}
 		var agent agents.Agent
 		if n == 1 {
 			var err error
@@ -47,8 +53,14 @@ func defineAgents(fs *pflag.FlagSet) runFunc {
 				return withCode(exitUsage, err, "run 'git corral agents' for the catalogue")
 			}
 		}
-		if a.box != "" && verb != "logout" {
+		if a.box != "" && (verb != "logout" || *hostLogin) {
 			return usageErrorf("agents", "--box goes with agents logout only")
+		}
+		switch verb {
+		case "login", "logins", "logout":
+			if verb != "logout" || *hostLogin {
+				return a.agentsHostLogin(verb, agent, *as, *importFile, *jsonOut)
+			}
 		}
 		s, h, err := a.agentStore(ctx)
 		if err != nil {

@@ -11,13 +11,16 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/broker"
+	"github.com/git-corral/git-corral/clone"
 	"github.com/git-corral/git-corral/home"
+	"github.com/git-corral/git-corral/project"
 )
 
 // brokerSecretEnv is the environment variable a parent can pass the box's proxy secret in,
@@ -118,11 +121,37 @@ func (a *app) boxName(ctx context.Context) (string, error) {
 		}
 		return a.box, nil
 	}
+	if box, ok, err := a.cloneDirBox(); ok || err != nil {
+		return box, err
+	}
 	p, err := a.project(ctx)
 	if err != nil {
 		return "", err
 	}
 	return p.Box, nil
+}
+
+// cloneDirBox is the box of the clone directory the command runs in (one holding a clone
+// record, at or above the working directory), as run and start find it (session.Open): status,
+// stop, delete and every other command taking the current box work there as in a checkout.
+// ok is false outside a clone directory.
+func (a *app) cloneDirBox() (box string, ok bool, err error) {
+	dir, err := a.workDir()
+	if err != nil {
+		return "", false, err
+	}
+	cdir, _, err := clone.FindRecord(dir)
+	if errors.Is(err, clone.ErrNoRecord) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", true, err
+	}
+	real, err := filepath.EvalSymlinks(cdir)
+	if err != nil {
+		return "", true, err
+	}
+	return project.BoxName(real), true, nil
 }
 
 // brokerSecret reads the proxy secret from --secret-file (a file that only its owner can read,

@@ -100,7 +100,7 @@ func TestPreflightFullDiskRefuses(t *testing.T) {
 
 	for _, args := range [][]string{{"run", "--yes", "--", "true"}, {"start", "--yes"}} {
 		code, stderr := corralIn(t, append([]string{"-C", dir}, args...)...)
-		for _, want := range []string{"refusing to start unaudited", log, "no space left on device", "free space for", "nothing was booted"} {
+		for _, want := range []string{"refusing to start unaudited", logs + "/", "no space left on device", "free space for", "nothing was booted"} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("%v: stderr lacks %q", args, want)
 			}

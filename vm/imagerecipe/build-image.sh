@@ -90,6 +90,12 @@ if [ "$INIT" = lima-init ]; then
   install -m 644 "$HERE/lima-init/lima-init-early.service" "$HERE/lima-init/lima-init-boot.service" \
     "$ROOTFS/etc/systemd/system/"
   chroot "$ROOTFS" systemctl enable lima-init-early.service lima-init-boot.service
+  # lima-init-early requires the cidata disc's device, which systemd waits for 90 s by default.
+  # A software-emulated box on a loaded host plugs it later (seen: kernel at 132 s, the device
+  # job timed out, both lima-init units failed on their dependency, no boot script ran and
+  # Lima waited its 20 minutes for a box that was up); wait as long as Lima does.
+  mkdir -p "$ROOTFS/etc/systemd/system/dev-disk-by\\x2dlabel-cidata.device.d"
+  printf '[Unit]\nJobRunningTimeoutSec=20min\n' >"$ROOTFS/etc/systemd/system/dev-disk-by\\x2dlabel-cidata.device.d/corral-timeout.conf"
   # the 127.0.1.1 line is rewritten by lima-init with the instance's hostname
 else
 # loopback; eth0 is written by cloud-init from Lima's network-config
