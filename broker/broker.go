@@ -108,6 +108,9 @@ type Config struct {
 	Login login.Options
 	// Logf receives diagnostics (never secrets); nil discards them.
 	Logf func(format string, args ...any)
+	// TestHosts answers for the names it holds instead of Resolver, with loopback addresses
+	// only (testhosts.go: an end-to-end test's stand-in registries); nil in production.
+	TestHosts map[string][]netip.Addr
 }
 
 // Broker is one box's egress proxy. Create it with New and run it with Serve.
@@ -120,6 +123,7 @@ type Broker struct {
 	dial      DialFunc
 	lim       Limits
 	api       map[string]*apiRoute
+	testHosts map[string][]netip.Addr
 	logf      func(format string, args ...any)
 	bucket    *bucket
 
@@ -157,6 +161,14 @@ func New(cfg Config) (*Broker, error) {
 	if b.api, err = parseRoutes(cfg.APIRoutes, cfg.Login); err != nil {
 		return nil, err
 	}
+	for name, addrs := range cfg.TestHosts {
+		for _, a := range addrs {
+			if !a.IsLoopback() {
+				return nil, fmt.Errorf("test host %s: address %s is not loopback", name, a)
+			}
+		}
+	}
+	b.testHosts = cfg.TestHosts
 	if b.resolver == nil {
 		b.resolver = hostResolver{}
 	}

@@ -107,8 +107,20 @@ func resetState() error {
 			return err
 		}
 	}
-	return chown(suite.home)
+	if err := chown(suite.home); err != nil {
+		return err
+	}
+	// New boxes default to broker mode (issue #34); the groups written for full boxes keep them
+	// through the suite's global file, and every other group names its mode in its own file.
+	global := filepath.Join(suite.home, "config.toml")
+	if err := os.WriteFile(global, []byte(suiteGlobalConfig), 0o644); err != nil {
+		return err
+	}
+	return chown(global)
 }
+
+// suiteGlobalConfig is the suite's $CORRAL_HOME/config.toml.
+const suiteGlobalConfig = "network = \"full\"\n"
 
 func chown(p string) error {
 	if !suite.asRoot {

@@ -135,13 +135,13 @@ func TestAgentHostsJoinEgress(t *testing.T) {
 		want       []string
 	}{
 		{"broker", "network = \"broker\"\ndefault_agent = \"/usr/local/bin/claude --model x\"\negress = [\"statsig.example.com\"]", []string{"statsig.example.com", "api.anthropic.com"}},
-		{"full", "default_agent = \"claude\"", nil},
+		{"full", "network = \"full\"\ndefault_agent = \"claude\"", nil},
 		{"no agent", "network = \"broker\"", nil},
 		{"other agent", "network = \"broker\"\ndefault_agent = \"bash\"", nil},
 	}
 	for _, c := range cases {
 		f := newFixture(t)
-		f.project(c.toml)
+		f.project(c.toml + "\negress_presets = []") // the presets' hosts are TestEgressPresets'
 		eff, err := Load(t.Context(), LoadOptions{Home: f.home, TopLevel: f.top, Box: testBox, Host: testHost, AgentHosts: hosts})
 		if err != nil {
 			t.Fatal(err)

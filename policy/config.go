@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // This file is the contract other packages build on: the effective configuration's Go shape.
 // Loading, layering, trust classes and origins live in the other files of this package.
@@ -132,12 +135,23 @@ type Config struct {
 	// ForgeAPIAllow is `forge_api_allow` (trusted-only): the classes of forge API request
 	// (merge, push, protection, write) a forge route lets through (apiroutes.go).
 	ForgeAPIAllow []string
+
+	// Fields below were added with secure defaults (issue 34); each names its TOML key.
+
+	// EgressPresets is `egress_presets`: the named host sets the broker allows besides Egress,
+	// as the trusted layers chose them and the repository narrowed them (presets.go). In broker
+	// mode Load has already added their hosts to Egress.
+	EgressPresets PresetChoice
+	// NetworkDefaulted is not a key: it is true when no layer, flag or profile named a network
+	// mode, so that Network is the built-in default. A box made in full mode before broker
+	// became the default keeps full in that case (session.NetworkFor).
+	NetworkDefaulted bool
 }
 
 // Default returns the built-in defaults, the lowest layer.
 func Default() *Config {
 	return &Config{
-		Network:       NetworkFull,
+		Network:       NetworkBroker, // full is an explicit choice (issue #34); old full boxes keep theirs (NetworkDefaulted)
 		Profile:       "standard",
 		CPUs:          2,
 		Memory:        "2GiB",
@@ -152,5 +166,6 @@ func Default() *Config {
 		SnapshotsKeep: 3,
 		AgentMinAge:   7 * 24 * time.Hour,
 		AgentVersions: map[string]string{},
+		EgressPresets: PresetChoice{Trusted: slices.Clone(DefaultPresets)},
 	}
 }

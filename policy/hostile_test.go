@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,7 +195,7 @@ func TestOnlyTopLevelFileRead(t *testing.T) {
 	f.write("repo/sub/"+RepoFile, "egress = [\"evil.example\"]\n")
 	f.global("network = \"broker\"\n")
 	eff := f.mustLoad()
-	if len(eff.Config.Egress) != 0 || eff.Config.Network != NetworkBroker {
+	if slices.Contains(eff.Config.Egress, "evil.example") || eff.Config.Network != NetworkBroker {
 		t.Errorf("a file outside the top level was read: %+v", eff.Config)
 	}
 }

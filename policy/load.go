@@ -38,11 +38,13 @@ const (
 	LayerProfile
 	// LayerAgent is the running agent's API hosts, added to egress in broker mode (agenthosts.go).
 	LayerAgent
+	// LayerPreset is the hosts of egress_presets, added to egress in broker mode (presets.go).
+	LayerPreset
 )
 
 // String names the layer.
 func (l Layer) String() string {
-	return [...]string{"default", "global", "repository", "project", "flag", "profile", "agent"}[l]
+	return [...]string{"default", "global", "repository", "project", "flag", "profile", "agent", "preset"}[l]
 }
 
 // Origin is where one value came from.
@@ -68,6 +70,8 @@ func (o Origin) String() string {
 		return "profile " + o.Name
 	case LayerAgent:
 		return "agent " + o.Name
+	case LayerPreset:
+		return "preset " + o.Name
 	}
 	return fmt.Sprintf("%s:%d", o.File, o.Line)
 }
@@ -159,6 +163,8 @@ func Load(ctx context.Context, opts LoadOptions) (*Effective, error) {
 		return nil, err
 	}
 	l.floor()
+	l.networkDefaulted()
+	l.presetHosts()
 	l.agentHosts()
 	return l.eff, nil
 }
@@ -222,6 +228,10 @@ func (l *loader) apply(s setting, o Origin) {
 		l.applyGitPush(s, o)
 		return
 	}
+	if s.spec.Name == "egress_presets" {
+		l.applyPresets(s, o)
+		return
+	}
 	switch p := s.spec.field(c).(type) {
 	case *string:
 		*p = s.value.(string)
@@ -265,6 +275,17 @@ func get(c *Config, spec *KeySpec) any {
 		return *p
 	}
 	return nil
+}
+
+// networkDefaulted records whether nothing named a network mode: no layer, no flag, and no
+// profile whose floor names one (strict's floor is broker even where the default already is).
+func (l *loader) networkDefaulted() {
+	c := l.eff.Config
+	floored := false
+	if p := lookupProfile(c.Profile); p != nil {
+		_, floored = p.Floor["network"]
+	}
+	c.NetworkDefaulted = l.eff.Origins["network"].Layer == LayerDefault && !floored
 }
 
 // floor raises every value the effective profile names to at least the profile's value.

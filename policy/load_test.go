@@ -13,7 +13,7 @@ import (
 // every value's origin names the file and line, flag, profile or default that set it.
 func TestLayers(t *testing.T) {
 	f := newFixture(t)
-	g := f.global("cpus = 1\npackages = [\"git\"]\negress = [\"github.com\"]\n[env]\nA = \"global\"\n")
+	g := f.global("cpus = 1\npackages = [\"git\"]\negress = [\"github.com\"]\negress_presets = []\n[env]\nA = \"global\"\n")
 	r := f.repo("# repository\ncpus = 3\npackages = [\"curl\", \"git\"]\nenv.B = \"repo\"\n")
 	p := f.project("network = \"broker\"\negress = [\"pypi.org\"]\ncpus = 2\n[env]\nB = \"project\"\n")
 	eff := f.mustLoad(Flag{Key: "packages", Value: "jq"}, Flag{Key: "memory", Value: "1GiB"})
@@ -38,7 +38,7 @@ func TestLayers(t *testing.T) {
 		"packages[0]": g + ":2",
 		"packages[1]": r + ":3",
 		"packages[2]": "flag --packages",
-		"env.A":       g + ":5",
+		"env.A":       g + ":6",
 		"env.B":       p + ":5",
 	}
 	for k, w := range want {
@@ -61,7 +61,7 @@ func TestProfileFloor(t *testing.T) {
 	if o := eff.Origins["network"].String(); o != "profile locked" {
 		t.Errorf("origin of network = %q", o)
 	}
-	f.project("profile = \"standard\"\n")
+	f.project("profile = \"standard\"\nnetwork = \"full\"\n")
 	if c := f.mustLoad().Config; c.Network != NetworkFull {
 		t.Errorf("the per-project file could not lower the profile: %+v", c)
 	}

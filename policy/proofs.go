@@ -24,6 +24,7 @@ var proofs = map[string][]string{
 	"stop_on_exit":   {"e2e.TestKeysLifecycle", "session.TestStopOnExitLastSession", "session.TestStopOnExitSessionDuringStop"},
 
 	"agent_state":        {"e2e.TestAgents"},
+	"egress_presets":     {"policy.TestEgressPresets", "e2e.TestPresetsInstall"},
 	"env":                {"session.TestSessionEnv"},
 	"git_identity":       {"e2e.TestKeysLifecycle", "session.TestGitIdentityInSessionEnv"},
 	"git_push":           {"session.TestGitTokensThroughBroker"},

@@ -138,6 +138,8 @@ func (e *Effective) Settings() []Setting {
 			out = append(out, e.routeSettings(k)...)
 		case *RefPatterns:
 			out = append(out, e.gitPushSettings(k)...)
+		case *PresetChoice:
+			out = append(out, e.presetSettings(k)...)
 		case *[]string:
 			s := Setting{Key: k.Name, Class: k.Class.String(), Value: append([]string{}, *p...), Origins: []string{}}
 			for i := range *p {

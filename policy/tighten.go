@@ -85,6 +85,8 @@ func (l *loader) repoCheck(s setting) (Violation, bool) {
 		// Narrowed against the manifest when a sandbox runs (NarrowSandbox), not here.
 	case spec.Name == "git_push":
 		// Narrowed against the trusted patterns once every layer is read (gitpush.go).
+	case spec.Name == "egress_presets":
+		// Narrowed against the trusted names: only the intersection applies (presets.go).
 	case spec.Class == ProjectMayTighten && spec.Kind != KindStringMap:
 		cur := get(c, spec)
 		if spec.rank(s.value) < spec.rank(cur) {

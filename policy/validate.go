@@ -135,6 +135,8 @@ func checkItem(key, v, top string) string {
 		}
 	case "git_push":
 		return checkRefPattern(v)
+	case "egress_presets":
+		return checkPresetName(v)
 	case "forge_api_allow":
 		return checkForgeClass(v)
 	case "api_brokers":

@@ -60,6 +60,8 @@ func TestNetworkFor(t *testing.T) {
 		{"fetch adopts broker", policy.NetworkBroker, policy.NetworkBroker, 40001, policy.NetworkFull, false},
 		{"broker asked of an offline box stays offline", policy.NetworkOffline, policy.NetworkOffline, 0, policy.NetworkBroker, false},
 		{"broker asked of a full box is refused", policy.NetworkFull, "", 0, policy.NetworkBroker, true},
+		{"the broker default keeps an old full box full", policy.NetworkFull, policy.NetworkFull, 0, "default", false},
+		{"the broker default makes a new box broker", "", policy.NetworkBroker, 0, "default", false},
 		{"offline asked of a broker box is refused", policy.NetworkBroker, "", 40001, policy.NetworkOffline, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,6 +73,9 @@ func TestNetworkFor(t *testing.T) {
 			}
 			cfg := policy.Default()
 			cfg.Network = tc.ask
+			if tc.ask == "default" { // as Load leaves it when nothing names a mode
+				cfg.Network, cfg.NetworkDefaulted = policy.Default().Network, true
+			}
 			meta, _ := m.ReadMeta(box)
 			var notices []string
 			req := Request{Cmd: "start", UI: UI{Notice: func(s string) { notices = append(notices, s) }}}
@@ -87,8 +92,12 @@ func TestNetworkFor(t *testing.T) {
 			if got.Network != tc.want {
 				t.Errorf("network %s, want %s", got.Network, tc.want)
 			}
-			if kept := tc.meta != "" && tc.meta != tc.ask; kept != (len(notices) == 1) {
-				t.Errorf("notices %q: want one exactly when the box keeps a stricter mode", notices)
+			if kept := tc.meta != "" && tc.meta != cfg.Network; kept != (len(notices) == 1) {
+				t.Errorf("notices %q: want one exactly when the box keeps another mode", notices)
+			}
+			if tc.ask == "default" && tc.meta == policy.NetworkFull && (len(notices) != 1 || !strings.Contains(notices[0], `network = "full"`) ||
+				!strings.Contains(notices[0], `network = "broker"`) || !strings.Contains(notices[0], "projects/"+box+".toml")) {
+				t.Errorf("notice %q: want how to keep full and how to switch, naming the box's project file", notices)
 			}
 			port, err := brokerPort(got, meta)
 			if err != nil {

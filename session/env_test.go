@@ -80,6 +80,7 @@ func TestSessionEnvTrustedSources(t *testing.T) {
 		"CORRAL_GIT_TOKEN_0": "gh-token-value", "CORRAL_GIT_TOKEN_0_HOST": "github.com"}
 
 	cfg := policy.Default()
+	cfg.Network = policy.NetworkFull // git_tokens reach the session's environment only in full mode
 	cfg.GitIdentity = "none"
 	control, _, hostValues, err := envWith(&Box{Config: cfg}, nil)
 	if err != nil || hostValues {

@@ -73,6 +73,7 @@ func TestGitTokensThroughBroker(t *testing.T) {
 	t.Setenv("CORRAL_TEST_GIT_TOKEN", gitTokenValue)
 
 	cfg := policy.Default()
+	cfg.Network = policy.NetworkFull // the control: full mode, as before broker was the default
 	cfg.GitTokens = map[string]string{host: "CORRAL_TEST_GIT_TOKEN"}
 	cfg.GitPush = policy.RefPatterns{Trusted: []string{"refs/heads/corral/*"}}
 	full, err := AssembleEnv(cfg, nil)
@@ -206,6 +207,7 @@ func must509(t *testing.T, der []byte) *x509.Certificate {
 // numbered after configuration the environment already holds, and only in broker mode.
 func TestGitRouteEnv(t *testing.T) {
 	cfg := policy.Default()
+	cfg.Network = policy.NetworkFull
 	cfg.GitTokens = map[string]string{"github.com": "T", "git.example.com:8443": "U"}
 	env := map[string]string{}
 	gitRouteEnv(cfg, env)

@@ -206,10 +206,21 @@ var networkRank = map[policy.Network]int{policy.NetworkFull: 0, policy.NetworkBr
 // creation). A configuration asking for a stricter mode than the box has is refused (the box
 // had more access than asked: a box that ran in full mode had root); one asking for a looser
 // mode keeps the box's stricter mode, with a notice. A box with no recorded mode takes cfg's.
+// A full box meets broker only as the built-in default (nothing named a mode) when it was made
+// while full was the default: it keeps full, with a notice every session that says how to
+// choose (issue #34: new boxes default to broker, existing ones keep theirs).
 func NetworkFor(req Request, box string, meta vm.Meta, cfg *policy.Config) (*policy.Config, error) {
 	have := policy.Network(meta.Network)
 	if meta.Network == "" || have == cfg.Network {
 		return cfg, nil
+	}
+	if kept := KeptDefaultNetwork(meta, cfg); kept != cfg {
+		if req.Cmd != "fetch" {
+			req.notice(fmt.Sprintf("box %s keeps network \"full\", the default when it was made; new boxes now default to \"broker\" "+
+				"(only the hosts of egress_presets and egress). To keep full without this notice, write network = \"full\" in $CORRAL_HOME/projects/%s.toml; "+
+				"to switch, write network = \"broker\" there, then 'git corral delete --yes' and start again (work kept only in the box is lost)", box, box))
+		}
+		return kept, nil
 	}
 	if networkRank[have] < networkRank[cfg.Network] {
 		return nil, hint.With(fmt.Errorf("box %s was created with network %q, the configuration now says %q", box, have, cfg.Network),
@@ -221,6 +232,19 @@ func NetworkFor(req Request, box string, meta vm.Meta, cfg *policy.Config) (*pol
 	c := *cfg
 	c.Network = have
 	return &c, nil
+}
+
+// KeptDefaultNetwork returns cfg with network full when meta records a full box and nothing in
+// the configuration named a mode (the box was made while full was the default), else cfg
+// itself. NetworkFor applies it to sessions, with its notice; views of a box (its egress, its
+// template drift) apply it so that they show the mode a session would use.
+func KeptDefaultNetwork(meta vm.Meta, cfg *policy.Config) *policy.Config {
+	if policy.Network(meta.Network) != policy.NetworkFull || cfg.Network == policy.NetworkFull || !cfg.NetworkDefaulted {
+		return cfg
+	}
+	c := *cfg
+	c.Network = policy.NetworkFull
+	return &c
 }
 
 // mountHint attaches the refused mount's own hint (home.HostPathError) to err.

@@ -298,7 +298,10 @@ func configBox(meta vm.Meta) string {
 func (a *app) boxInputs(ctx context.Context, m *vm.Manager, meta vm.Meta) (*policy.Config, provision.Bundle, error) {
 	if meta.NoProjectMount {
 		cfg, err := session.LoadConfig(ctx, session.Request{Network: meta.Network}, policy.LoadOptions{Home: m.Home, TopLevel: meta.Project, Box: configBox(meta)})
-		return cfg, provision.Bundle{}, err
+		if err != nil {
+			return nil, provision.Bundle{}, err
+		}
+		return session.KeptDefaultNetwork(meta, cfg), provision.Bundle{}, nil
 	}
 	p, err := project.Find(ctx, meta.Project)
 	if err != nil {
@@ -308,9 +311,10 @@ func (a *app) boxInputs(ctx context.Context, m *vm.Manager, meta vm.Meta) (*poli
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
-	_, bundle, err := session.RenderGuest(ctx, p, m.Home, meta.Box, eff.Config, meta.BrokerPort)
+	cfg := session.KeptDefaultNetwork(meta, eff.Config) // an old full box is not drift
+	_, bundle, err := session.RenderGuest(ctx, p, m.Home, meta.Box, cfg, meta.BrokerPort)
 	if err != nil {
 		return nil, provision.Bundle{}, err
 	}
-	return eff.Config, bundle, nil
+	return cfg, bundle, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,10 +58,14 @@ func defineBroker(fs *pflag.FlagSet) runFunc {
 		}
 		defer lg.Close()
 		diag := log.New(a.stderr, "broker: ", log.LstdFlags|log.LUTC)
+		testHosts, err := brokerTestHosts(a.getenv, diag)
+		if err != nil {
+			return err
+		}
 		b, err := broker.New(broker.Config{
 			Box: box, Allow: splitAllow(*allow), Secret: secret, Log: lg,
 			Limits: broker.Limits{MaxTunnels: *maxTunnels, Rate: *rate, Burst: int(2 * *rate)}, Logf: diag.Printf,
-			APIRoutes: routes,
+			APIRoutes: routes, TestHosts: testHosts,
 		})
 		if err != nil {
 			return withHint(err, "fix the egress entries in the trusted configuration")
@@ -77,6 +82,21 @@ func defineBroker(fs *pflag.FlagSet) runFunc {
 		defer stop()
 		return b.Serve(ctx, ln)
 	}
+}
+
+// brokerTestHosts reads the test seam $CORRAL_TEST_BROKER_HOSTS (broker/testhosts.go) from this
+// process's environment, the host's, which no configuration file sets; its use is logged.
+func brokerTestHosts(getenv func(string) string, diag *log.Logger) (map[string][]netip.Addr, error) {
+	spec := getenv(broker.TestHostsEnv)
+	if spec == "" {
+		return nil, nil
+	}
+	hosts, err := broker.ParseTestHosts(spec)
+	if err != nil {
+		return nil, withHint(err, "unset it: it is a test seam for end-to-end tests (docs/E2E.md)")
+	}
+	diag.Printf("test seam $%s: fixed loopback answers for %d names (end-to-end tests only)", broker.TestHostsEnv, len(hosts))
+	return hosts, nil
 }
 
 // splitAllow flattens repeated, comma-separated --allow values.

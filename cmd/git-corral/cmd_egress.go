@@ -16,6 +16,8 @@ import (
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/session"
+	"github.com/git-corral/git-corral/vm"
 )
 
 // egressConfig returns the effective network mode and allow-list of the box, loaded as start
@@ -37,7 +39,8 @@ func egressConfig(ctx context.Context, a *app, box string) (*policy.Config, stri
 	if err != nil {
 		return nil, "", err
 	}
-	return eff.Config, "effective configuration (git corral config shows each origin)", nil
+	meta, _ := (&vm.Manager{Home: opts.Home}).ReadMeta(box) // an old full box keeps full (session.NetworkFor)
+	return session.KeptDefaultNetwork(meta, eff.Config), "effective configuration (git corral config shows each origin)", nil
 }
 
 // suggestWarning is printed with every --suggest answer.

@@ -60,6 +60,7 @@ type boundary struct {
 	EnvFile          string   `json:"envFile,omitempty"`
 	GitTokenHosts    []string `json:"gitTokenHosts"`
 	Egress           []string `json:"egress"`
+	EgressPresets    []string `json:"egressPresets"`
 	APIBrokers       []string `json:"apiBrokers"`
 	SSHAgent         bool     `json:"sshAgent"`
 	NoEnvPassthrough bool     `json:"noEnvPassthrough"`
@@ -74,7 +75,10 @@ func boundaryOf(top string, cfg *policy.Config) *boundary {
 	b := &boundary{Network: string(cfg.Network), Mounts: append([]string{m + ")"}, extraMountLines(cfg)...), Ports: portLines(cfg),
 		ForwardedEnv: append([]string{}, cfg.ForwardEnv...), EnvFile: cfg.EnvFile, Egress: append([]string{}, cfg.Egress...),
 		APIBrokers: append([]string{}, cfg.APIBrokers...), SSHAgent: cfg.SSHAgent, NoEnvPassthrough: cfg.NoEnvPassthrough,
-		EnvFromHost: []string{}, LiteralEnv: []string{}, GitTokenHosts: []string{}}
+		EnvFromHost: []string{}, LiteralEnv: []string{}, GitTokenHosts: []string{}, EgressPresets: []string{}}
+	if cfg.Network == policy.NetworkBroker { // the presets whose hosts egress holds (policy/presets.go)
+		b.EgressPresets = cfg.EgressPresets.Effective()
+	}
 	if cfg.Source == "clone" { // nothing of the host is mounted; mounts is refused there
 		b.Mounts = []string{}
 	}
@@ -142,6 +146,7 @@ func defineInfo(fs *pflag.FlagSet) runFunc {
 			}
 			list("env", append(append(append([]string{}, b.ForwardedEnv...), b.EnvFromHost...), b.LiteralEnv...))
 			list("tokens", b.GitTokenHosts)
+			list("presets", b.EgressPresets)
 			list("egress", b.Egress)
 			list("api", b.APIBrokers)
 			if b.SSHAgent {
