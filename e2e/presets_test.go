@@ -64,8 +64,9 @@ func (s *standIn) saw(prefix string) bool {
 // TestPresetsInstall is the must-show of issue #34's point 3. The box's only configuration is
 // the trusted per-project file's network = "broker" (the suite's global file says full so the
 // older groups keep their boxes; with no file at all broker is the default, which the first
-// subtest shows) and golden = false: no egress, no egress_presets. Node (the host's) and pip
-// (Debian's wheel) are copied into the project, since the base image has neither npm nor pip.
+// subtest shows): no egress, no egress_presets; the box resumes the broker golden base. Node
+// (the host's) and pip (Debian's wheel) are copied into the project, since the base image has
+// neither npm nor pip.
 func TestPresetsInstall(t *testing.T) {
 	group(t)
 	if !suite.asRoot {
@@ -124,7 +125,7 @@ func TestPresetsInstall(t *testing.T) {
 		}
 	})
 
-	writeProjectConfig(t, box, "network = \"broker\"\ngolden = false\n")
+	writeProjectConfig(t, box, "network = \"broker\"\n")
 	writeFile(t, filepath.Join(dir, "ca.pem"), caPEM, 0o644)
 	writeFile(t, filepath.Join(dir, "package.json"), `{"name":"presets-demo","version":"1.0.0","private":true,"dependencies":{"corral-demo-dep":"1.0.0"}}`+"\n", 0o644)
 	copyTool(t, "/usr/bin/node", filepath.Join(dir, "tools", "node"))

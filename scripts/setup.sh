@@ -20,12 +20,13 @@ trap 'log "steps: ${steps[*]}"' EXIT
 # Debian packages: QEMU and image tools for boxes, ssh/sftp for sessions and reverse-sshfs,
 # nftables/iproute2 for the namespace tests, shellcheck for guest scripts, squid/tinyproxy/
 # hyperfine/socat for side-by-side benchmarks, man-db/bash-completion/zsh/fish for the CLI tests,
-# tmux to drive those shells and the dashboard through a real terminal in the tests.
+# tmux to drive those shells and the dashboard through a real terminal in the tests, pip's wheel for
+# the egress presets e2e (the host's node and npm, present on this machine kind, are its other tools).
 PACKAGES=(
   git make man-db bash-completion zsh fish tmux util-linux curl ca-certificates
   qemu-system-x86 qemu-utils mmdebstrap e2fsprogs openssh-client openssh-sftp-server
   nftables iproute2 iptables shellcheck socat hyperfine squid tinyproxy
-  openssh-server sudo iputils-ping python3 sshfs bubblewrap
+  openssh-server sudo iputils-ping python3 python3-pip-whl sshfs bubblewrap
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
