@@ -278,3 +278,44 @@ func TestGuestRefusedIsAudited(t *testing.T) {
 		t.Errorf("guest dir %q, notices %q: want the checkout under the user's home and one notice", g.Dir, notices)
 	}
 }
+
+// TestStartRecordsTheModeTheBoxKeeps: the start record names the network the session runs
+// in: an old full box under the broker default keeps full, an offline box asked for broker
+// keeps offline; the controls, a new box and a box asked for its own mode, take the
+// configuration's.
+func TestStartRecordsTheModeTheBoxKeeps(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		meta      policy.Network
+		cfg       policy.Network
+		defaulted bool
+		want      policy.Network
+	}{
+		{"old full box, broker by default", policy.NetworkFull, policy.NetworkBroker, true, policy.NetworkFull},
+		{"offline box, broker asked", policy.NetworkOffline, policy.NetworkBroker, false, policy.NetworkOffline},
+		{"full box, broker named (refused later)", policy.NetworkFull, policy.NetworkBroker, false, policy.NetworkBroker},
+		{"control: a new box", "", policy.NetworkBroker, true, policy.NetworkBroker},
+		{"control: the box's own mode", policy.NetworkBroker, policy.NetworkBroker, false, policy.NetworkBroker},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := home.Home{Dir: t.TempDir()}
+			if tc.meta != "" {
+				if err := (&vm.Manager{Home: h}).WriteMeta(vm.Meta{Box: "b-123456", Network: string(tc.meta)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := policy.Default()
+			cfg.Network, cfg.NetworkDefaulted = tc.cfg, tc.defaulted
+			if err := preflight(context.Background(), Request{Cmd: "run", Getenv: func(string) string { return "" }}, h, "b-123456", t.TempDir(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			res, err := audit.Read(h.SessionsLog(), audit.Filter{})
+			if err != nil || len(res.Records) != 1 {
+				t.Fatalf("records %+v, %v", res.Records, err)
+			}
+			if got := policy.Network(res.Records[0].Network); got != tc.want {
+				t.Errorf("start record network %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

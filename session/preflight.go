@@ -14,6 +14,7 @@ import (
 	"github.com/git-corral/git-corral/internal/atomicfile"
 	"github.com/git-corral/git-corral/internal/hint"
 	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/vm"
 )
 
 // preflight is what a session checks before any box is looked for or booted, so that a
@@ -31,7 +32,7 @@ func preflight(ctx context.Context, req Request, h home.Home, box, dir string, c
 	if _, err := agentSocketFor(req, cfg); err != nil {
 		return err
 	}
-	rec := audit.Record{Event: audit.EventStart, Box: box, Project: dir, Network: string(cfg.Network),
+	rec := audit.Record{Event: audit.EventStart, Box: box, Project: dir, Network: string(sessionNetwork(h, box, cfg)),
 		Profile: cfg.Profile, EnvNames: e.Names(), SSHAgent: cfg.SSHAgent, Detail: "git corral " + req.Cmd}
 	digest, err := storeSnapshot(h, cfg)
 	if err == nil {
@@ -182,4 +183,23 @@ func storeSnapshot(h home.Home, cfg *policy.Config) (string, error) {
 		return "", fmt.Errorf("store the session's policy: %w", err)
 	}
 	return snap.Digest, nil
+}
+
+// sessionNetwork is the network mode the session will run in, for its start record: an
+// existing box keeps the mode it was made with (NetworkFor): a full box made while full was
+// the default keeps it when nothing names a mode, and a stricter box keeps its mode; one the
+// configuration asks to make stricter is refused by NetworkFor after this record. A new box
+// takes cfg's.
+func sessionNetwork(h home.Home, box string, cfg *policy.Config) policy.Network {
+	meta, err := (&vm.Manager{Home: h}).ReadMeta(box)
+	have := policy.Network(meta.Network)
+	switch {
+	case err != nil || have == "":
+		return cfg.Network
+	case KeptDefaultNetwork(meta, cfg) != cfg:
+		return have // a full box made while full was the default
+	case networkRank[have] < networkRank[cfg.Network]:
+		return cfg.Network // refused by NetworkFor
+	}
+	return have
 }
