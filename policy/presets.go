@@ -61,16 +61,16 @@ var presets = []Preset{
 	{Name: "debian", Why: "the packages step installs Debian packages through the broker from the mirror the base image's apt sources name (plain HTTP)",
 		Source: "vm/imagerecipe/build-image.sh (the host's first apt URIs line, deb.debian.org by default) and provision/guest/25-packages.sh",
 		Hosts:  []string{"deb.debian.org:80", "deb.debian.org:443"}},
-	{Name: "anthropic", Why: "Claude Code: the API, its feature flags and error reports, and the claude.ai / console login",
+	{Name: "anthropic", Why: "Claude Code: the API and the claude.ai / console login (not its telemetry: sentry.io takes reports for anyone's project, an upload path of its own; refusals are logged)",
 		Source: "Claude Code documentation, network access requirements (code.claude.com/docs/en/network-config); not measured here",
-		Hosts:  []string{"api.anthropic.com:443", "statsig.anthropic.com:443", "sentry.io:443", "claude.ai:443", "console.anthropic.com:443"}},
+		Hosts:  []string{"api.anthropic.com:443", "claude.ai:443", "console.anthropic.com:443"}},
 	{Name: "openai", Why: "Codex: the API (api key), the ChatGPT-login backend (chatgpt.com) and its login and token refresh (auth.openai.com)",
 		Source: "Codex CLI documentation, authentication (github.com/openai/codex docs/authentication.md); not measured here",
 		Hosts:  []string{"api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"}},
-	{Name: "gemini", Why: "Gemini CLI: the Gemini API, the Code Assist API of a Google login, its OAuth endpoints and usage statistics",
+	{Name: "gemini", Why: "Gemini CLI: the Gemini API, the Code Assist API of a Google login and its OAuth endpoints (not its usage statistics; refusals are logged)",
 		Source: "Gemini CLI documentation (authentication, usage statistics in docs/cli/configuration.md); not measured here",
 		Hosts: []string{"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443",
-			"accounts.google.com:443", "play.googleapis.com:443"}},
+			"accounts.google.com:443"}},
 }
 
 // DefaultPresets are the presets that apply when no trusted layer sets egress_presets: a typical
