@@ -47,9 +47,7 @@ func saveLogin(t *testing.T, h home.Home, srv *oauthtest.Server, name, agent str
 // exist, or one made for another agent, stops the session; with agent_login = "none" the box
 // gets neither.
 func TestAgentLoginRoute(t *testing.T) {
-	exe := buildCorral(t)
-	defer func(f func() (string, error)) { brokerExe = f }(brokerExe)
-	brokerExe = func() (string, error) { return exe, nil }
+	useBuiltBroker(t)
 	srv := oauthtest.Start(2 * time.Second)
 	defer srv.Close()
 	h := home.Home{Dir: t.TempDir()}

@@ -63,6 +63,29 @@ func buildCorral(t *testing.T) string {
 	return exe
 }
 
+// useBuiltBroker makes ensureBroker start the broker child from a git-corral built for the
+// test, until the test ends.
+func useBuiltBroker(t *testing.T) {
+	t.Helper()
+	exe := buildCorral(t)
+	prev := brokerExe
+	t.Cleanup(func() { brokerExe = prev })
+	brokerExe = func() (string, error) { return exe, nil }
+}
+
+// brokerBox is a $CORRAL_HOME (and LIMA_HOME) of the test's own holding the metadata of box,
+// for a real broker child.
+func brokerBox(t *testing.T, box string) (home.Home, *vm.Manager) {
+	t.Helper()
+	h := home.Home{Dir: t.TempDir()}
+	t.Setenv("LIMA_HOME", h.LimaHome())
+	m := &vm.Manager{Home: h}
+	if err := m.WriteMeta(vm.Meta{Box: box}); err != nil {
+		t.Fatal(err)
+	}
+	return h, m
+}
+
 // proxyGet sends one request through the box's broker as a box client would.
 func proxyGet(t *testing.T, port int, secret []byte, method, target string, hdr map[string]string) (int, string) {
 	t.Helper()
@@ -89,18 +112,12 @@ func proxyGet(t *testing.T, port int, secret []byte, method, target string, hdr 
 // refuses the box's own guess (401, through the same broker), and once the route is removed
 // the broker is restarted and the same call is refused.
 func TestAPIBrokerRoute(t *testing.T) {
-	exe := buildCorral(t)
-	defer func(f func() (string, error)) { brokerExe = f }(brokerExe)
-	brokerExe = func() (string, error) { return exe, nil }
+	useBuiltBroker(t)
 	up := newKeyUpstream(t)
 	upHost := strings.TrimPrefix(up.URL, "http://")
 	t.Setenv("CORRAL_TEST_API_KEY", routeSecretValue)
-	h := home.Home{Dir: t.TempDir()}
-	t.Setenv("LIMA_HOME", h.LimaHome())
-	m, box := &vm.Manager{Home: h}, "api-abc123"
-	if err := m.WriteMeta(vm.Meta{Box: box}); err != nil {
-		t.Fatal(err)
-	}
+	box := "api-abc123"
+	h, m := brokerBox(t, box)
 	envFile := filepath.Join(t.TempDir(), "env")
 	os.WriteFile(envFile, []byte("COPIED="+routeSecretValue+"\nPLAIN=1\n"), 0o600)
 	cfg := policy.Default()
@@ -294,17 +311,11 @@ func TestRouteBoxEnv(t *testing.T) {
 // on; the control, the same allow-list again, keeps the running child (same PID) and the
 // destination still answers through it.
 func TestBrokerFollowsNarrowedEgress(t *testing.T) {
-	exe := buildCorral(t)
-	defer func(f func() (string, error)) { brokerExe = f }(brokerExe)
-	brokerExe = func() (string, error) { return exe, nil }
+	useBuiltBroker(t)
 	up := newKeyUpstream(t)
 	upHost := strings.TrimPrefix(up.URL, "http://")
-	h := home.Home{Dir: t.TempDir()}
-	t.Setenv("LIMA_HOME", h.LimaHome())
-	m, box := &vm.Manager{Home: h}, "egress-abc123"
-	if err := m.WriteMeta(vm.Meta{Box: box}); err != nil {
-		t.Fatal(err)
-	}
+	box := "egress-abc123"
+	_, m := brokerBox(t, box)
 	port, err := broker.FreePort()
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,7 @@ import (
 	"time"
 
 	"github.com/git-corral/git-corral/broker"
-	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/policy"
-	"github.com/git-corral/git-corral/vm"
 )
 
 const forgeTokenValue = "ghp_session-forge-token-7a2c"
@@ -85,19 +83,13 @@ func forgePostTo(t *testing.T, port int, secret []byte, target, query string) (i
 // broker is restarted with the new rules and the same mutation reaches the stand-in with the
 // token.
 func TestForgeAPIThroughBroker(t *testing.T) {
-	exe := buildCorral(t)
-	defer func(f func() (string, error)) { brokerExe = f }(brokerExe)
-	brokerExe = func() (string, error) { return exe, nil }
+	useBuiltBroker(t)
 	up := startForgeUpstream(t)
 	port := strings.TrimPrefix(up.URL, "https://127.0.0.1:")
 	t.Setenv("GITHUB_TOKEN", forgeTokenValue)
 	t.Setenv("GITLAB_TOKEN", forgeTokenValue)
-	h := home.Home{Dir: t.TempDir()}
-	t.Setenv("LIMA_HOME", h.LimaHome())
-	m, box := &vm.Manager{Home: h}, "forge-abc123"
-	if err := m.WriteMeta(vm.Meta{Box: box}); err != nil {
-		t.Fatal(err)
-	}
+	box := "forge-abc123"
+	h, m := brokerBox(t, box)
 	cfg := policy.Default()
 	cfg.Network, cfg.Egress = policy.NetworkBroker, []string{"127.0.0.1:" + port, "[::1]:" + port}
 	cfg.GitTokens = map[string]string{"localhost:" + port: "GITHUB_TOKEN"}

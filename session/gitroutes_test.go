@@ -14,10 +14,8 @@ import (
 	"time"
 
 	"github.com/git-corral/git-corral/broker"
-	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/gittest"
 	"github.com/git-corral/git-corral/policy"
-	"github.com/git-corral/git-corral/vm"
 )
 
 const gitTokenValue = "ghp_session-git-token-5e1f0c"
@@ -62,9 +60,7 @@ func (s *gitServer) ref(name string) string {
 // delete and a force push then pass. Controls: full mode passes the token to the box and
 // renders the helper, as before; the server refuses a request without the token.
 func TestGitTokensThroughBroker(t *testing.T) {
-	exe := buildCorral(t)
-	defer func(f func() (string, error)) { brokerExe = f }(brokerExe)
-	brokerExe = func() (string, error) { return exe, nil }
+	useBuiltBroker(t)
 	cert, roots := localhostTLS(t)
 	t.Setenv("SSL_CERT_FILE", roots)
 	srv := startGitServer(t, cert)
@@ -94,12 +90,8 @@ func TestGitTokensThroughBroker(t *testing.T) {
 		t.Errorf("broker mode: dropped %q, credential helper %v", env.Dropped, gitCredentialHelper(cfg))
 	}
 
-	h := home.Home{Dir: t.TempDir()}
-	t.Setenv("LIMA_HOME", h.LimaHome())
-	m, box := &vm.Manager{Home: h}, "git-abc123"
-	if err := m.WriteMeta(vm.Meta{Box: box}); err != nil {
-		t.Fatal(err)
-	}
+	box := "git-abc123"
+	h, m := brokerBox(t, box)
 	bport, err := broker.FreePort()
 	if err != nil {
 		t.Fatal(err)
