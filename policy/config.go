@@ -151,21 +151,24 @@ type Config struct {
 // Default returns the built-in defaults, the lowest layer.
 func Default() *Config {
 	return &Config{
-		Network:       NetworkBroker, // full is an explicit choice (issue #34); old full boxes keep theirs (NetworkDefaulted)
-		Profile:       "standard",
-		CPUs:          2,
-		Memory:        "2GiB",
-		Disk:          "10GiB",
-		Source:        "mount",
-		EnvFromHost:   map[string]string{},
-		Env:           map[string]string{},
-		GitIdentity:   "host",
-		AgentState:    "isolated", // shared mounts ~/.claude writable: trusted layers choose it (issue #23)
-		GitTokens:     map[string]string{},
-		Golden:        true,
-		SnapshotsKeep: 3,
-		AgentMinAge:   7 * 24 * time.Hour,
-		AgentVersions: map[string]string{},
-		EgressPresets: PresetChoice{Trusted: slices.Clone(DefaultPresets)},
+		Network: NetworkBroker, // full is an explicit choice (issue #34); old full boxes keep theirs (NetworkDefaulted)
+		// Nothing named a mode in the defaults alone (Load recomputes it over the layers): a
+		// command that loads no configuration (fetch) meets an old full box as a session does.
+		NetworkDefaulted: true,
+		Profile:          "standard",
+		CPUs:             2,
+		Memory:           "2GiB",
+		Disk:             "10GiB",
+		Source:           "mount",
+		EnvFromHost:      map[string]string{},
+		Env:              map[string]string{},
+		GitIdentity:      "host",
+		AgentState:       "isolated", // shared mounts ~/.claude writable: trusted layers choose it (issue #23)
+		GitTokens:        map[string]string{},
+		Golden:           true,
+		SnapshotsKeep:    3,
+		AgentMinAge:      7 * 24 * time.Hour,
+		AgentVersions:    map[string]string{},
+		EgressPresets:    PresetChoice{Trusted: slices.Clone(DefaultPresets)},
 	}
 }

@@ -72,7 +72,7 @@ func TestNetworkFor(t *testing.T) {
 				}
 			}
 			cfg := policy.Default()
-			cfg.Network = tc.ask
+			cfg.Network, cfg.NetworkDefaulted = tc.ask, false // as Load leaves it when a layer names a mode
 			if tc.ask == "default" { // as Load leaves it when nothing names a mode
 				cfg.Network, cfg.NetworkDefaulted = policy.Default().Network, true
 			}
@@ -110,5 +110,24 @@ func TestNetworkFor(t *testing.T) {
 				t.Errorf("broker port %d outside broker mode", port)
 			}
 		})
+	}
+}
+
+// TestFetchKeepsAnOldFullBox: fetch loads no configuration and passes the defaults, which
+// name no mode: an old full clone box keeps full, quietly (CI's e2e TestCloneBox: fetch was
+// refused, "created with network full, the configuration now says broker"); the control, the
+// same defaults with a mode named, is refused.
+func TestFetchKeepsAnOldFullBox(t *testing.T) {
+	meta := vm.Meta{Box: "dest-abc123", Network: string(policy.NetworkFull), NoProjectMount: true}
+	var notices []string
+	req := Request{Cmd: "fetch", UI: UI{Notice: func(s string) { notices = append(notices, s) }}}
+	got, err := NetworkFor(req, meta.Box, meta, policy.Default())
+	if err != nil || got.Network != policy.NetworkFull || len(notices) != 0 {
+		t.Fatalf("fetch with the defaults: %v, network %v, notices %q; want full, quietly", err, got, notices)
+	}
+	named := policy.Default()
+	named.NetworkDefaulted = false
+	if _, err := NetworkFor(req, meta.Box, meta, named); err == nil || !strings.Contains(err.Error(), "was created with network") {
+		t.Fatalf("control, broker named: %v, want the refusal", err)
 	}
 }
