@@ -73,7 +73,8 @@ func TestNetworkFor(t *testing.T) {
 			}
 			cfg := policy.Default()
 			cfg.Network, cfg.NetworkDefaulted = tc.ask, false // as Load leaves it when a layer names a mode
-			if tc.ask == "default" { // as Load leaves it when nothing names a mode
+			if tc.ask == "default" {
+				// as Load leaves it when nothing names a mode
 				cfg.Network, cfg.NetworkDefaulted = policy.Default().Network, true
 			}
 			meta, _ := m.ReadMeta(box)
