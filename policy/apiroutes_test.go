@@ -89,20 +89,7 @@ func TestAPIRoutesRefused(t *testing.T) {
 		{"incomplete route", false, "api_brokers = [\"x\"]\n[api_routes.x]\nheader = \"A\"", "api_brokers", "lacks upstream"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t)
-			file := f.project(c.toml)
-			if c.repo {
-				file = f.repo(c.toml)
-			}
-			vs := f.violations()
-			for _, v := range vs {
-				if v.Key == c.key && v.File == file && v.Line > 0 && strings.Contains(v.Problem, c.problem) {
-					return
-				}
-			}
-			t.Errorf("no violation of %q at %s:N with %q; got %v", c.key, file, c.problem, vs)
-		})
+		t.Run(c.name, func(t *testing.T) { wantViolation(t, c.toml, c.repo, c.key, c.problem) })
 	}
 }
 
@@ -189,19 +176,24 @@ func TestForgeAPIAllow(t *testing.T) {
 		{"repository", "forge_api_allow = [\"merge\"]", "forge_api_allow", "may not be set by the repository", true},
 		{"unknown forge", "[api_routes.x]\nforge = \"gitea\"", "api_routes.x.forge", `(github, gitlab), not "gitea"`, false},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t)
-			file := f.project(c.toml)
-			if c.repo {
-				file = f.repo(c.toml)
-			}
-			vs := f.violations()
-			for _, v := range vs {
-				if v.Key == c.key && v.File == file && v.Line > 0 && strings.Contains(v.Problem, c.problem) {
-					return
-				}
-			}
-			t.Errorf("no violation of %q at %s:N with %q; got %v", c.key, file, c.problem, vs)
-		})
+		t.Run(c.name, func(t *testing.T) { wantViolation(t, c.toml, c.repo, c.key, c.problem) })
 	}
+}
+
+// wantViolation loads toml as the per-project file (repo: the repository's) and fails unless
+// the load reports a violation of key at a line of that file whose problem holds problem.
+func wantViolation(t *testing.T, toml string, repo bool, key, problem string) {
+	t.Helper()
+	f := newFixture(t)
+	file := f.project(toml)
+	if repo {
+		file = f.repo(toml)
+	}
+	vs := f.violations()
+	for _, v := range vs {
+		if v.Key == key && v.File == file && v.Line > 0 && strings.Contains(v.Problem, problem) {
+			return
+		}
+	}
+	t.Errorf("no violation of %q at %s:N with %q; got %v", key, file, problem, vs)
 }

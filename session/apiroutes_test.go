@@ -86,12 +86,18 @@ func brokerBox(t *testing.T, box string) (home.Home, *vm.Manager) {
 	return h, m
 }
 
-// proxyGet sends one request through the box's broker as a box client would.
+// proxyGet sends one request without a body through the box's broker as a box client would.
 func proxyGet(t *testing.T, port int, secret []byte, method, target string, hdr map[string]string) (int, string) {
+	t.Helper()
+	return proxyDo(t, port, secret, method, target, hdr, nil)
+}
+
+// proxyDo sends one request through the box's broker as a box client would.
+func proxyDo(t *testing.T, port int, secret []byte, method, target string, hdr map[string]string, body io.Reader) (int, string) {
 	t.Helper()
 	proxy := &url.URL{Scheme: "http", User: url.UserPassword("corral", string(secret)), Host: fmt.Sprintf("127.0.0.1:%d", port)}
 	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy), DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	req, _ := http.NewRequest(method, target, nil)
+	req, _ := http.NewRequest(method, target, body)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
@@ -100,8 +106,8 @@ func proxyGet(t *testing.T, port int, secret []byte, method, target string, hdr 
 		t.Fatalf("%s %s through the broker: %v", method, target, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
 }
 
 // TestAPIBrokerRoute: with api_brokers naming a route, the real broker child (git-corral

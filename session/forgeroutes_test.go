@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -63,16 +62,8 @@ func forgePost(t *testing.T, port int, secret []byte, query string) (int, string
 // forgePostTo sends a GraphQL POST to target through the box's broker.
 func forgePostTo(t *testing.T, port int, secret []byte, target, query string) (int, string) {
 	t.Helper()
-	proxy := &url.URL{Scheme: "http", User: url.UserPassword("corral", string(secret)), Host: fmt.Sprintf("127.0.0.1:%d", port)}
-	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy), DisableKeepAlives: true}, Timeout: 10 * time.Second}
 	body := fmt.Sprintf(`{"query":%q}`, query)
-	resp, err := c.Post(target, "application/json", bytes.NewReader([]byte(body)))
-	if err != nil {
-		t.Fatalf("POST /graphql through the broker: %v", err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(data)
+	return proxyDo(t, port, secret, "POST", target, map[string]string{"Content-Type": "application/json"}, strings.NewReader(body))
 }
 
 // TestForgeAPIThroughBroker: with git_tokens holding the GitHub token on the host and
