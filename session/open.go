@@ -211,7 +211,8 @@ var networkRank = map[policy.Network]int{policy.NetworkFull: 0, policy.NetworkBr
 // choose (issue #34: new boxes default to broker, existing ones keep theirs).
 func NetworkFor(req Request, box string, meta vm.Meta, cfg *policy.Config) (*policy.Config, error) {
 	have := policy.Network(meta.Network)
-	if meta.Network == "" || have == cfg.Network {
+	n, refused := boxNetwork(meta, cfg)
+	if n == cfg.Network && !refused {
 		return cfg, nil
 	}
 	if kept := KeptDefaultNetwork(meta, cfg); kept != cfg {
@@ -222,7 +223,7 @@ func NetworkFor(req Request, box string, meta vm.Meta, cfg *policy.Config) (*pol
 		}
 		return kept, nil
 	}
-	if networkRank[have] < networkRank[cfg.Network] {
+	if refused {
 		return nil, hint.With(fmt.Errorf("box %s was created with network %q, the configuration now says %q", box, have, cfg.Network),
 			"delete it ('git corral delete --yes'; work kept only in the box is lost) and run the command again to get a box with the new mode")
 	}
@@ -232,6 +233,21 @@ func NetworkFor(req Request, box string, meta vm.Meta, cfg *policy.Config) (*pol
 	c := *cfg
 	c.Network = have
 	return &c, nil
+}
+
+// boxNetwork is NetworkFor's rule without its notices: the mode a session of the box recorded
+// in meta runs in under cfg, or refused when cfg asks for a stricter mode than the box has.
+func boxNetwork(meta vm.Meta, cfg *policy.Config) (n policy.Network, refused bool) {
+	have := policy.Network(meta.Network)
+	switch {
+	case have == "" || have == cfg.Network:
+		return cfg.Network, false
+	case KeptDefaultNetwork(meta, cfg) != cfg:
+		return have, false // a full box made while full was the default
+	case networkRank[have] < networkRank[cfg.Network]:
+		return cfg.Network, true
+	}
+	return have, false
 }
 
 // KeptDefaultNetwork returns cfg with network full when meta records a full box and nothing in

@@ -185,21 +185,14 @@ func storeSnapshot(h home.Home, cfg *policy.Config) (string, error) {
 	return snap.Digest, nil
 }
 
-// sessionNetwork is the network mode the session will run in, for its start record: an
-// existing box keeps the mode it was made with (NetworkFor): a full box made while full was
-// the default keeps it when nothing names a mode, and a stricter box keeps its mode; one the
-// configuration asks to make stricter is refused by NetworkFor after this record. A new box
-// takes cfg's.
+// sessionNetwork is the network mode the session will run in, for its start record
+// (boxNetwork): an existing box's recorded mode as NetworkFor keeps it, a new box's cfg's; a
+// session NetworkFor refuses after this record is recorded with cfg's.
 func sessionNetwork(h home.Home, box string, cfg *policy.Config) policy.Network {
 	meta, err := (&vm.Manager{Home: h}).ReadMeta(box)
-	have := policy.Network(meta.Network)
-	switch {
-	case err != nil || have == "":
+	if err != nil {
 		return cfg.Network
-	case KeptDefaultNetwork(meta, cfg) != cfg:
-		return have // a full box made while full was the default
-	case networkRank[have] < networkRank[cfg.Network]:
-		return cfg.Network // refused by NetworkFor
 	}
-	return have
+	n, _ := boxNetwork(meta, cfg)
+	return n
 }
