@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/git-corral/git-corral/audit"
 	"github.com/git-corral/git-corral/policy"
 	"github.com/git-corral/git-corral/vm"
 )
@@ -70,10 +69,8 @@ func AuditIdleStops(ctx context.Context, m *vm.Manager, boxes []vm.IdleBox, by s
 		if !b.Stopped {
 			continue
 		}
-		meta, _ := m.ReadMeta(b.Box)
-		rec := audit.Record{Event: audit.EventStop, Box: b.Box, Project: meta.Project, Network: meta.Network,
-			Detail: fmt.Sprintf("stopped by %s: idle_stop %s (no session for %s)", by, b.Limit, (time.Duration(b.IdleSecs) * time.Second).String())}
-		if err := AuditLog(m.Home).Append(context.WithoutCancel(ctx), rec); err != nil {
+		detail := fmt.Sprintf("stopped by %s: idle_stop %s (no session for %s)", by, b.Limit, time.Duration(b.IdleSecs)*time.Second)
+		if err := auditStop(ctx, m, b.Box, detail); err != nil {
 			return fmt.Errorf("stopped idle box %s, but not audited: %w", b.Box, err)
 		}
 	}

@@ -60,10 +60,8 @@ func StartWatcher(h home.Home, box string, cfg *policy.Config) error {
 func Watch(ctx context.Context, m *vm.Manager, box string, poll time.Duration) (vm.WatchResult, error) {
 	var auditErr error
 	r, err := m.Watch(ctx, box, poll, func(r vm.WatchResult) {
-		meta, _ := m.ReadMeta(box)
-		rec := audit.Record{Event: audit.EventStop, Box: box, Project: meta.Project, Network: meta.Network,
-			Detail: fmt.Sprintf("stopped by its watcher: %s (no session for %s)", r.Reason, r.Idle.Round(time.Second))}
-		if err := AuditLog(m.Home).Append(context.WithoutCancel(ctx), rec); err != nil {
+		detail := fmt.Sprintf("stopped by its watcher: %s (no session for %s)", r.Reason, r.Idle.Round(time.Second))
+		if err := auditStop(ctx, m, box, detail); err != nil {
 			auditErr = fmt.Errorf("watch box %q: stopped, but not audited: %w", box, err)
 		}
 	})
@@ -71,4 +69,12 @@ func Watch(ctx context.Context, m *vm.Manager, box string, poll time.Duration) (
 		err = auditErr
 	}
 	return r, err
+}
+
+// auditStop records a stop of box, made by something other than a session's own command (its
+// watcher, gc, another session's start), with detail saying who and why.
+func auditStop(ctx context.Context, m *vm.Manager, box, detail string) error {
+	meta, _ := m.ReadMeta(box)
+	rec := audit.Record{Event: audit.EventStop, Box: box, Project: meta.Project, Network: meta.Network, Detail: detail}
+	return AuditLog(m.Home).Append(context.WithoutCancel(ctx), rec)
 }
