@@ -16,6 +16,7 @@ import (
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/session"
+	"github.com/git-corral/git-corral/vm"
 )
 
 type infoDoc struct {
@@ -114,8 +115,10 @@ func defineInfo(fs *pflag.FlagSet) runFunc {
 		doc.Head = headName(p)
 		if opts, err := a.loadOptions(ctx, ""); err == nil {
 			if eff, err := policy.Load(ctx, opts); err == nil {
-				doc.Boundary = boundaryOf(p.TopLevel, eff.Config)
-				doc.Refused = refusalOf(session.Preview(ctx, opts.Home, p, eff.Config, a.getenv))
+				meta, _ := (&vm.Manager{Home: opts.Home}).ReadMeta(p.Box) // an old full box keeps full (session.NetworkFor)
+				cfg := session.KeptDefaultNetwork(meta, eff.Config)
+				doc.Boundary = boundaryOf(p.TopLevel, cfg)
+				doc.Refused = refusalOf(session.Preview(ctx, opts.Home, p, cfg, a.getenv))
 			} else {
 				doc.ConfigError = err.Error()
 			}
