@@ -295,6 +295,19 @@ func (s *Snapshot) recordConfig(path string, safe []byte) {
 // there (nil when there is no config file). An unreadable or unparsable config is quarantined
 // and replaced by a minimal one.
 func (s *Snapshot) sanitizeConfig(path string) (safe []byte, quarantined string, changed bool, err error) {
+	// Git's lock first, then the read: a git in the box rewriting the config meanwhile waits
+	// for us (gitlock.go).
+	lock, err := lockGitFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, "", false, err
+	}
+	if lock != nil {
+		defer func() {
+			if lock != nil {
+				lock.release()
+			}
+		}()
+	}
 	data, rerr := readSmall(path)
 	if os.IsNotExist(rerr) {
 		return nil, "", false, nil
@@ -313,6 +326,11 @@ func (s *Snapshot) sanitizeConfig(path string) (safe []byte, quarantined string,
 	q, err := s.quarantineCopy(path)
 	if err != nil {
 		return nil, "", true, err
+	}
+	if lock != nil {
+		l := lock
+		lock = nil // committed or removed by commit
+		return out, q, true, l.commit(out, 0o644, nil)
 	}
 	return out, q, true, atomicfile.Write(path, out, 0o644)
 }
