@@ -29,7 +29,9 @@ FUZZTIME    ?= 20s
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/git-corral
-	$(GO) build -o bin/git-corral-sandbox ./cmd/git-corral-sandbox
+	# The inside helper starts once or twice for every sandboxed command: static, and linking only
+	# package sandbox/inside (cmd/git-corral-sandbox TestHelperDependencies).
+	CGO_ENABLED=0 $(GO) build -o bin/git-corral-sandbox ./cmd/git-corral-sandbox
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/git-corral $(DESTDIR)$(PREFIX)/share/man/man1 \

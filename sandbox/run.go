@@ -189,13 +189,13 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 	}
 	p.plan.Spec.NoLandlock = abi < MinLandlockABI && o.NoLandlock
 	p.plan.Spec.Filter = whole
-	if needPidsCgroup(p.plan.Spec.Limits) {
+	if needPidsCgroup(p.plan.Limits) {
 		if o.Manifest.Limits.Pids == 0 && !pidsController() {
 			// Only the default asked for it: the run goes on, and its log line says so.
-			rec.Weaker = joinWeaker(rec.Weaker, fmt.Sprintf("limits.pids default %d not applied: root is exempt from RLIMIT_NPROC and %s has no pids controller", p.plan.Spec.Limits.Pids, pidsRoot))
+			rec.Weaker = joinWeaker(rec.Weaker, fmt.Sprintf("limits.pids default %d not applied: root is exempt from RLIMIT_NPROC and %s has no pids controller", p.plan.Limits.Pids, pidsRoot))
 			return p, nil
 		}
-		if p.cgroup, err = newPidsCgroup(p.plan.Spec.Limits.Pids); err != nil {
+		if p.cgroup, err = newPidsCgroup(p.plan.Limits.Pids); err != nil {
 			p.cleanup()
 			return nil, err
 		}
@@ -291,7 +291,7 @@ func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Rec
 		infoR, infoW, _ = os.Pipe()
 		cmd.ExtraFiles = append(cmd.ExtraFiles, infoW)
 	}
-	lim := p.plan.Spec.Limits
+	lim := p.plan.Limits
 	var out *outputCap
 	if lim.Output > 0 {
 		out = &outputCap{max: lim.Output}
