@@ -23,8 +23,9 @@
 //
 // It does not own the broker (package broker decides every destination and writes its own log
 // lines), the log file's locking (package audit), the repository's [sandbox] table (package
-// policy classifies it and narrows a manifest by it; cmd/git-corral applies that, so that the
-// inside helper does not import policy) or the command line (cmd/git-corral).
+// policy classifies it and narrows a manifest by it; package front applies that, so that the
+// inside helper does not import policy) or the command line (package front, run by
+// cmd/git-corral and by the front on PATH, cmd/git-corral-front).
 //
 // Rules:
 //   - Deny by default: nothing of $HOME, the project or $CORRAL_HOME is visible unless the

@@ -23,6 +23,7 @@ import (
 
 	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/internal/inherit"
+	"github.com/git-corral/git-corral/sandbox/dispatch"
 )
 
 // Options is one sandboxed run.
@@ -60,11 +61,8 @@ const HelperName = "git-corral-sandbox"
 // or beside self when it is there (a start of it costs a fraction of git corral's), else self,
 // which has the same 'sandbox --stage NAME' entry.
 func InsideBinary(self string) string {
-	dir := filepath.Dir(self)
-	for _, helper := range []string{filepath.Join(dir, "..", "lib", "git-corral", HelperName), filepath.Join(dir, HelperName)} {
-		if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return helper
-		}
+	if helper := dispatch.Beside(self, HelperName); helper != "" {
+		return helper
 	}
 	return self
 }

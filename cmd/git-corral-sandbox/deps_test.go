@@ -41,7 +41,7 @@ func TestHelperDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^\tCGO_ENABLED=0 \$\(GO\) build .*-o bin/git-corral-sandbox \./cmd/git-corral-sandbox$`).Match(mk) {
+	if !regexp.MustCompile(`(?m)^\tCGO_ENABLED=0 \$\(GO\) build .*-o (bin|\$\(BINDIR\))/git-corral-sandbox \./cmd/git-corral-sandbox$`).Match(mk) {
 		t.Errorf("the Makefile does not build bin/git-corral-sandbox with CGO_ENABLED=0")
 	}
 	list := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{else}}std {{.ImportPath}}{{end}}", ".")
