@@ -132,3 +132,48 @@ func TestFrontWithoutFull(t *testing.T) {
 		t.Errorf("status without the full binary: %+v\nwant stderr %q", r, want)
 	}
 }
+
+// hostSide are packages of the light tier's host side, which the front links for a run and a
+// box command must not wait for.
+var hostSide = regexp.MustCompile(`^github\.com/(BurntSushi/|elastic/|vektah/|pelletier/|git-corral/git-corral/(sandbox|broker|policy|project)$)`)
+
+// TestHandoffBeforeInitialisers proves the front hands a box command to the full binary before
+// the host side's initialisers run: with a stand-in full binary that prints its arguments, the
+// initialiser trace of `git corral status` has none of hostSide's packages and the stand-in got
+// the arguments unchanged. The control: `git corral sandbox --stage nope`, which the front keeps,
+// runs them (so the trace would show them if they ran).
+func TestHandoffBeforeInitialisers(t *testing.T) {
+	dir := t.TempDir()
+	front := filepath.Join(dir, "git-corral")
+	build := exec.Command("go", "build", "-o", front, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(dir, "git-corral-full"), []byte("#!/bin/sh\necho full: \"$@\"\n"), 0o755)
+	run := func(args ...string) (string, []string) {
+		cmd := exec.Command(front, args...)
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		var host []string
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "init" && hostSide.MatchString(f[1]) {
+				host = append(host, f[1])
+			}
+		}
+		return stdout.String(), host
+	}
+	out, host := run("-C", dir, "status", "--json", "a b")
+	if out != "full: -C "+dir+" status --json a b\n" {
+		t.Errorf("git corral status did not reach the full binary with its arguments: stdout %q", out)
+	}
+	if len(host) > 0 {
+		t.Errorf("the front ran %d initialisers of the light tier's host side before the full binary, first %s", len(host), host[0])
+	}
+	out, host = run("sandbox", "--stage", "nope")
+	if strings.Contains(out, "full:") || len(host) == 0 {
+		t.Errorf("control: sandbox --stage went to the full binary (%q) or ran no host-side initialiser (%d)", out, len(host))
+	}
+}

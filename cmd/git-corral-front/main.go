@@ -7,7 +7,8 @@
 // Why: Go runs every linked package's initialisers before main, whatever the command, and
 // the full binary links Lima, go-git and yq (229 initialisers, ~12 ms of clock, and a 35 MB
 // cgo binary's start, ~30 ms of CPU here): the light tier's whole budget (issue #30 point 6).
-// A box command pays one more process start (this one's) for it.
+// A box command pays one more process start for it: the runtime's and a dozen initialisers
+// (package handoff execs the full binary before the rest).
 //
 // Rules:
 //   - It runs only what package dispatch says a front takes (a run: -C flags, sandbox,
@@ -31,6 +32,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	// Before the other packages' initialisers: every command line but a sandbox run is
+	// handed to the full binary here (package handoff); main sees only what is left.
+	_ "github.com/git-corral/git-corral/cmd/git-corral-front/internal/handoff"
 	"github.com/git-corral/git-corral/internal/hint"
 	"github.com/git-corral/git-corral/internal/inherit"
 	"github.com/git-corral/git-corral/sandbox/dispatch"
@@ -52,6 +56,8 @@ func run(ctx context.Context, argv []string) int {
 	if dispatch.Takes(args) {
 		return sandboxRun(ctx, e, args)
 	}
+	// Package handoff execs the full binary before the initialisers; this is its fallback,
+	// through os, when /proc could not tell it its argv or path.
 	self, err := os.Executable()
 	if err != nil {
 		return front.Report(e, fmt.Errorf("find the git-corral binary itself: %w", err))
