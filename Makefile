@@ -1,6 +1,6 @@
 # git corral — one entry point for building, installing and testing.
 #
-#   make build     bin/git-corral
+#   make build     bin/git-corral (the front on PATH), bin/git-corral-full, bin/git-corral-sandbox
 #   make install   binary, man page and completions under $(PREFIX) (default /usr/local)
 #   make test      the README's test command: every Go test (the root-only namespace tests run
 #                  when invoked as root), then the end-to-end suite when it can run here
@@ -18,7 +18,8 @@ LIMA_PREFIX ?= /usr/local/lib/git-corral/lima
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 COMMIT      ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LDFLAGS     := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
-BIN         := bin/git-corral
+BINDIR      ?= bin
+BIN         := $(BINDIR)/git-corral
 GO          ?= go
 # sudo resets PATH (secure_path) and Go lives in /usr/local/go on machines of this kind.
 export PATH := $(PATH):/usr/local/go/bin
@@ -27,9 +28,16 @@ FUZZTIME    ?= 20s
 
 .PHONY: build install test unit e2e lint man lima clean fuzz
 
+# What PATH runs as git-corral is the front (cmd/git-corral-front): a small static binary that
+# runs 'git corral sandbox -- CMD' itself and execs the full binary, git-corral-full, for every
+# other command line. The full binary and the light tier's inside helper stay off PATH, in
+# PREFIX/lib/git-corral (on PATH, git would offer "git corral-full" and "git corral-sandbox").
+# The inside helper starts once or twice for every sandboxed command: static, and linking only
+# package sandbox/inside (cmd/git-corral-sandbox TestHelperDependencies).
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/git-corral
-	$(GO) build -o bin/git-corral-sandbox ./cmd/git-corral-sandbox
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BINDIR)/git-corral-full ./cmd/git-corral
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/git-corral-front
+	CGO_ENABLED=0 $(GO) build -o $(BINDIR)/git-corral-sandbox ./cmd/git-corral-sandbox
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/git-corral $(DESTDIR)$(PREFIX)/share/man/man1 \
@@ -37,9 +45,9 @@ install: build
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/git-corral
-	# The light tier's helper stays off PATH: there, git would offer "git corral-sandbox".
-	install -m 755 bin/git-corral-sandbox $(DESTDIR)$(PREFIX)/lib/git-corral/git-corral-sandbox
-	rm -f $(DESTDIR)$(PREFIX)/bin/git-corral-sandbox
+	install -m 755 $(BINDIR)/git-corral-full $(DESTDIR)$(PREFIX)/lib/git-corral/git-corral-full
+	install -m 755 $(BINDIR)/git-corral-sandbox $(DESTDIR)$(PREFIX)/lib/git-corral/git-corral-sandbox
+	rm -f $(DESTDIR)$(PREFIX)/bin/git-corral-sandbox $(DESTDIR)$(PREFIX)/bin/git-corral-full
 	install -m 644 docs/man/git-corral.1 $(DESTDIR)$(PREFIX)/share/man/man1/git-corral.1
 	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/git-corral
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_git-corral

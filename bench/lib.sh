@@ -7,7 +7,8 @@ CORRAL_USER=${CORRAL_USER:-corral-ci}
 LIMACTL=/usr/local/lib/git-corral/lima/bin/limactl
 QEMU="qemu-system-x86_64 -machine q35,vmport=off -accel tcg,thread=multi,tb-size=512"
 mkdir -p "$BASE/bin"
-go build -o "$BASE/bin/git-corral" ./cmd/git-corral
+# As make install lays them out: the front as git-corral, the full binary and the helper beside it.
+make -s build BINDIR="$BASE/bin"
 chmod 755 "$BASE" "$BASE/bin" "$BASE/bin/git-corral"
 GC="$BASE/bin/git-corral"
 U() { runuser -u "$CORRAL_USER" -- env -i HOME="$BASE/home" CORRAL_HOME="$BASE/home" LIMA_HOME="$BASE/home/lima" \

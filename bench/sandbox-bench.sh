@@ -3,10 +3,14 @@
 #   true                          the command alone
 #   bwrap ... true                bare bubblewrap with the namespaces and system mounts the
 #                                 sandbox uses, nothing else
-#   git corral sandbox -h         git corral's own start and nothing else (what any git corral
-#                                 command pays): no other process
+#   bwrap --unshare-all --ro-bind / / true   issue #30's form of bare bubblewrap
+#   git corral sandbox -h         what any command but a sandbox run pays before its own work:
+#                                 the front on PATH, then the full binary it execs (beside it,
+#                                 git-corral-full sandbox -h: the full binary started directly,
+#                                 so the difference is the front's exec)
 #   git corral version            that, and `limactl --version` (a second Go program's start)
-#   git corral sandbox -- true    the whole light tier: manifest, checks, seccomp, bubblewrap,
+#   git corral sandbox -- true    the whole light tier, run by the front: manifest, checks,
+#                                 seccomp, bubblewrap,
 #                                 the exec step (git-corral-sandbox), Landlock, log; outside a
 #                                 checkout, and in one (-C: git rev-parse and the configuration
 #                                 are read, for the repository's [sandbox] table)
@@ -26,8 +30,9 @@ runs=${1:-40}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-build() { # build SRC DIR: both binaries of the tree at SRC into DIR
-  (cd "$1" && go build -o "$2/git-corral" ./cmd/git-corral && go build -o "$2/git-corral-sandbox" ./cmd/git-corral-sandbox)
+build() { # build SRC DIR: the binaries of the tree at SRC into DIR, as its Makefile builds them
+  if grep -q '^BINDIR' "$1/Makefile"; then make -s -C "$1" build BINDIR="$2" >&2
+  else (cd "$1" && go build -o "$2/git-corral" ./cmd/git-corral && go build -o "$2/git-corral-sandbox" ./cmd/git-corral-sandbox); fi
 }
 build "$root" "$work/after"
 extra=()
@@ -50,7 +55,12 @@ done
 bare="bwrap --unshare-all --unshare-user --disable-userns --die-with-parent --new-session --clearenv --ro-bind /usr /usr ${links[*]} --proc /proc --dev /dev --tmpfs /tmp true"
 echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores, $(uname -r)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-cmds=(-n true true -n bwrap "$bare" -n "git corral sandbox -h" "$gc sandbox -h"
+full=()
+if [ -x "$work/after/git-corral-full" ]; then
+  full=(-n "git-corral-full sandbox -h (the full binary, no front)" "$work/after/git-corral-full sandbox -h")
+fi
+cmds=(-n true true -n bwrap "$bare" -n "bwrap --unshare-all --ro-bind / / true" "bwrap --unshare-all --ro-bind / / true"
+  -n "git corral sandbox -h" "$gc sandbox -h" "${full[@]}"
   -n "git corral version" "$gc version"
   -n "git corral sandbox -- true" "$gc sandbox -- true"
   "${extra[@]}"

@@ -86,13 +86,21 @@ func setup() error {
 	if err := chown(suite.home); err != nil {
 		return err
 	}
+	// As make install lays them out: the front as git-corral, the full binary and the inside
+	// helper beside it (the Makefile's build, so the suite runs what users run).
 	suite.bin = filepath.Join(bindir, "git-corral")
-	build := exec.Command("go", "build", "-o", suite.bin, "../cmd/git-corral")
+	build := exec.Command("make", "-s", "build", "BINDIR="+bindir)
+	build.Dir = ".."
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return fmt.Errorf("build git-corral: %w", err)
+		return fmt.Errorf("build git-corral (make build): %w", err)
 	}
-	return os.Chmod(suite.bin, 0o755)
+	for _, name := range []string{"git-corral", "git-corral-full", "git-corral-sandbox"} {
+		if err := os.Chmod(filepath.Join(bindir, name), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // resetState starts every run from an empty CORRAL_HOME and no projects (after the sweep has

@@ -92,14 +92,3 @@ func (c *pidsCgroup) remove() {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// joinCgroup moves the calling process (the exec step) into the cgroup whose cgroup.procs is
-// open on fd.
-func joinCgroup(fd int) error {
-	f := os.NewFile(uintptr(fd), "cgroup.procs")
-	defer f.Close()
-	if _, err := f.WriteString("0"); err != nil {
-		return fmt.Errorf("join the pids cgroup: %w", err)
-	}
-	return nil
-}

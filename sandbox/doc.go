@@ -7,22 +7,25 @@
 //     the file and the key as written;
 //   - the plan (plan.go): the manifest and the host's layout turned into bubblewrap's argv and
 //     the spec the inside steps follow, by pure functions;
-//   - the two steps that run inside the sandbox as re-executions of git corral itself
-//     (inside.go: the init step, which relays the broker and reports how the command ended;
-//     execstep.go: noexec mounts, capabilities and seccomp (noexec_linux.go), limits and
-//     Landlock, then exec of the command);
+//   - what the two steps inside the sandbox are told (the Spec, package inside) and how their
+//     report is read; the steps themselves are package sandbox/inside (the init step, which
+//     relays the broker and reports how the command ended; the exec step: noexec mounts,
+//     capabilities and seccomp, limits and Landlock, then exec of the command), a package of
+//     their own so that the helper that runs them links none of this package's host side;
 //   - the seccomp filter (seccomp.go), the host side of a run (run.go), its log line (log.go),
 //     the default limits (defaults.go), the host's watch of a direct run (hostwatch.go), root's
 //     pids cgroup (cgroup.go) and the macOS Seatbelt rendering of a manifest (seatbelt.go, not
 //     yet run by the command).
 //
-// The inside steps run in cmd/git-corral-sandbox, a small binary installed beside git-corral
-// (InsideBinary), or in git corral itself ('git corral sandbox --stage NAME').
+// The inside steps run in cmd/git-corral-sandbox, a small static binary installed beside
+// git-corral (InsideBinary) that links package inside alone, or in git corral itself ('git
+// corral sandbox --stage NAME').
 //
 // It does not own the broker (package broker decides every destination and writes its own log
 // lines), the log file's locking (package audit), the repository's [sandbox] table (package
-// policy classifies it and narrows a manifest by it; cmd/git-corral applies that, so that the
-// inside helper does not import policy) or the command line (cmd/git-corral).
+// policy classifies it and narrows a manifest by it; package front applies that, so that the
+// inside helper does not import policy) or the command line (package front, run by
+// cmd/git-corral and by the front on PATH, cmd/git-corral-front).
 //
 // Rules:
 //   - Deny by default: nothing of $HOME, the project or $CORRAL_HOME is visible unless the
@@ -62,6 +65,6 @@
 //     (--seccomp FD, SetupSeccompProgram) and gives the steps CAP_SYS_ADMIN and CAP_SETPCAP;
 //     the exec step remounts, drops every capability and loads the whole filter over it before
 //     anything of the command runs, and the init step drops its capabilities and loads the
-//     whole filter before the exec step gets its spec (noexec_linux.go). No process in the
+//     whole filter before the exec step gets its spec (inside/noexec_linux.go). No process in the
 //     sandbox runs without a filter.
 package sandbox

@@ -5,7 +5,7 @@ package sandbox
 // The loader table (issue 29, point 1): exec.allow must hold against every way an allowed
 // program can make the kernel run, or map as code, a file exec.allow does not list. Landlock's
 // execute right covers execve (and execveat, /proc/self/fd, #! scripts, a program's
-// interpreter); the noexec mounts (noexec_linux.go) cover what Landlock does not see: the
+// interpreter); the noexec mounts (inside/noexec_linux.go) cover what Landlock does not see: the
 // dynamic loader handed a file, LD_PRELOAD, mmap and mprotect with PROT_EXEC. Its rows run in
 // TestHostile (as root, and as nobody through TestUnprivileged), each with its control.
 
@@ -22,6 +22,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/git-corral/git-corral/sandbox/inside"
 )
 
 // loaderFixture are the files of the loader table: an ordinary dynamic program placed in
@@ -37,7 +39,7 @@ const hostProg = "/usr/bin/true"
 // prog) and finds the loader and libm; the scratch files the probes write are removed after.
 func (f *fixture) loaderFiles(t *testing.T) loaderFixture {
 	t.Helper()
-	lf := loaderFixture{prog: "prog", loader: interpreter(hostProg)}
+	lf := loaderFixture{prog: "prog", loader: inside.Interpreter(hostProg)}
 	if lf.loader == "" {
 		t.Fatalf("%s names no dynamic loader (PT_INTERP): the loader table needs a dynamic program", hostProg)
 	}

@@ -25,29 +25,29 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/git-corral/git-corral/sandbox/inside"
 )
 
 // Paths inside the sandbox that git corral itself provides.
 const (
-	// InitPath is where the git corral binary is bound, read-only, to run the inside steps.
-	InitPath = "/run/corral/init"
+	// InitPath is where the inside binary is bound, read-only, to run the inside steps.
+	InitPath = inside.InitPath
 	// brokerDir is where the host's broker socket directory is bound.
 	brokerDir = "/run/corral/broker"
 	// brokerSock is the socket's name in it.
 	brokerSock = "broker.sock"
 )
 
-// File descriptors bubblewrap and the init step receive.
+// File descriptors bubblewrap and the inside steps receive (package inside has the steps' own).
 const (
-	specFD   = 3
-	reportFD = 4
+	specFD   = inside.SpecFD
+	reportFD = inside.ReportFD
 	// seccompFD carries bubblewrap's filter: the setup filter (SetupSeccompProgram), which
 	// lets the exec step remount; the steps load the whole filter (Spec.Filter) over it.
 	seccompFD = 5
-	// cgroupFD is the pids cgroup's cgroup.procs (root only); the exec step gets it as
-	// execCgroupFD from the init step, as cgroupFD itself on the direct path.
-	cgroupFD     = 6
-	execCgroupFD = 4
+	// cgroupFD is the pids cgroup's cgroup.procs (root only).
+	cgroupFD = inside.CgroupFD
 	// infoFD is where bubblewrap writes its child's PID on the direct path (--info-fd).
 	infoFD = 7
 )
@@ -93,40 +93,33 @@ type Plan struct {
 	Args []string
 	// Spec goes to the init step through the spec pipe.
 	Spec Spec
+	// Limits are the run's limits, the defaults filled in: the host enforces the timeout and
+	// the output cap and reports on all of them; Spec.Limits carries those the steps apply.
+	Limits Limits
 }
 
-// Spec is what the inside steps do. It is JSON on the spec pipe.
-type Spec struct {
-	// Argv is the command, its program an absolute path.
-	Argv []string `json:"argv"`
-	// Env is the command's environment, NAME=VALUE.
-	Env []string `json:"env"`
-	// Read, Write and Exec are the Landlock grants; SystemRead the system directories.
-	Read  []string `json:"read"`
-	Write []string `json:"write"`
-	Exec  []string `json:"exec"`
-	// ExecRoots are the mounts that stay executable (the system directories, exec.allow and
-	// the command); the exec step makes every other mount noexec (noexec_linux.go).
-	ExecRoots []string `json:"execRoots"`
-	// Filter is the whole seccomp program (SeccompProgram), which the steps load over
-	// bubblewrap's setup filter once the exec step has made its mounts noexec.
-	Filter []byte `json:"filter,omitempty"`
-	// Limits, the defaults filled in, are applied by the exec step (rlimits) and reported on
-	// by the init step (on the direct path: by the host).
-	Limits Limits `json:"limits"`
-	// Broker is the broker socket inside ("" for none); Secret its proxy password.
-	Broker string `json:"broker,omitempty"`
-	Secret string `json:"secret,omitempty"`
-	// RelayPort is the relay's port inside, set by the init step for the exec step.
-	RelayPort uint16 `json:"relayPort,omitempty"`
-	// Cgroup is set when a pids cgroup's cgroup.procs comes on cgroupFD.
-	Cgroup bool `json:"cgroup,omitempty"`
-	// NoLandlock accepts running without Landlock (logged).
-	NoLandlock bool `json:"noLandlock,omitempty"`
-	// Direct is set when bubblewrap starts the exec step itself, without the init step
-	// (Direct reports when): the command's environment then comes from Env, and the exec step
-	// reports a setup failure on the report pipe itself.
-	Direct bool `json:"direct,omitempty"`
+// Spec is what the inside steps do (package inside), JSON on the spec pipe.
+type Spec = inside.Spec
+
+// Report is what the init step, or the exec step of a direct run, tells the host.
+type Report = inside.Report
+
+// setupFailed is the status of a run whose sandbox could not be set up.
+const setupFailed = inside.SetupFailed
+
+// MinLandlockABI is the oldest Landlock ABI the sandbox uses (3: truncation is controlled).
+const MinLandlockABI = inside.MinLandlockABI
+
+// LandlockABI returns the kernel's Landlock ABI version, 0 when it has none.
+func LandlockABI() int { return inside.LandlockABI() }
+
+// Stage runs one of the inside steps ("init" or "exec") and returns the process's exit status:
+// git corral's own 'sandbox --stage NAME', when the helper is not installed beside it.
+func Stage(name string) int { return inside.Stage(name) }
+
+// insideLimits are the limits of l that the inside steps apply.
+func insideLimits(l Limits) inside.Limits {
+	return inside.Limits{Memory: l.Memory, Pids: l.Pids, CPU: l.CPU}
 }
 
 // Direct reports whether a run can do without the init step, saving the start of one process:
@@ -151,17 +144,18 @@ func NewPlan(m *Manifest, h Host, argv []string) (*Plan, error) {
 	if err := checkGrants(m, h); err != nil {
 		return nil, err
 	}
-	p := &Plan{Spec: Spec{
+	lim := m.Limits.WithDefaults()
+	p := &Plan{Limits: lim, Spec: Spec{
 		Argv: append([]string{h.Program}, argv[1:]...), Env: commandEnv(m, h),
 		Read: m.Read, Write: m.Write, Exec: append(append([]string{}, m.Exec...), h.Program),
-		Limits: m.Limits.WithDefaults(),
+		Limits: insideLimits(lim),
 	}}
 	if h.BrokerDir != "" {
 		p.Spec.Broker, p.Spec.Secret = brokerDir+"/"+brokerSock, h.Secret
 	}
 	p.Spec.Direct = Direct(m)
 	p.Spec.ExecRoots = append(systemExecDirs(h), p.Spec.Exec...)
-	p.Args = bwrapArgs(m, h, p.Spec.Limits.Scratch)
+	p.Args = bwrapArgs(m, h, lim.Scratch)
 	if p.Spec.Direct {
 		// bubblewrap starts the exec step itself, and tells the host the PID of its child, whose
 		// /proc the host watches for the evidence the init step would gather (hostwatch.go).
@@ -272,7 +266,7 @@ func mounts(m *Manifest, h Host) (early, late []string) {
 	for _, p := range append(append([]string{}, m.Exec...), h.Program) {
 		if _, ok := kind[p]; !ok && !systemPath(p, h) {
 			kind[p] = "--ro-bind"
-			if g := nearest(p, append(append([]string{}, m.Read...), m.Write...)); g != "" {
+			if g := inside.Nearest(p, append(append([]string{}, m.Read...), m.Write...)); g != "" {
 				kind[p] = kind[g]
 			}
 		}
@@ -319,17 +313,6 @@ func systemExecDirs(h Host) []string {
 		}
 	}
 	return dirs
-}
-
-// nearest returns the longest of roots that path is at or under, or "".
-func nearest(path string, roots []string) string {
-	best := ""
-	for _, r := range roots {
-		if within(path, r) && len(r) > len(best) {
-			best = r
-		}
-	}
-	return best
 }
 
 // workDir is where the command starts: the host's directory when a grant covers it, else /tmp.

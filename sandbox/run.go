@@ -23,6 +23,7 @@ import (
 
 	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/internal/inherit"
+	"github.com/git-corral/git-corral/sandbox/dispatch"
 )
 
 // Options is one sandboxed run.
@@ -60,11 +61,8 @@ const HelperName = "git-corral-sandbox"
 // or beside self when it is there (a start of it costs a fraction of git corral's), else self,
 // which has the same 'sandbox --stage NAME' entry.
 func InsideBinary(self string) string {
-	dir := filepath.Dir(self)
-	for _, helper := range []string{filepath.Join(dir, "..", "lib", "git-corral", HelperName), filepath.Join(dir, HelperName)} {
-		if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return helper
-		}
+	if helper := dispatch.Beside(self, HelperName); helper != "" {
+		return helper
 	}
 	return self
 }
@@ -189,13 +187,13 @@ func prepare(ctx context.Context, o Options, rec *Record) (*prepared, error) {
 	}
 	p.plan.Spec.NoLandlock = abi < MinLandlockABI && o.NoLandlock
 	p.plan.Spec.Filter = whole
-	if needPidsCgroup(p.plan.Spec.Limits) {
+	if needPidsCgroup(p.plan.Limits) {
 		if o.Manifest.Limits.Pids == 0 && !pidsController() {
 			// Only the default asked for it: the run goes on, and its log line says so.
-			rec.Weaker = joinWeaker(rec.Weaker, fmt.Sprintf("limits.pids default %d not applied: root is exempt from RLIMIT_NPROC and %s has no pids controller", p.plan.Spec.Limits.Pids, pidsRoot))
+			rec.Weaker = joinWeaker(rec.Weaker, fmt.Sprintf("limits.pids default %d not applied: root is exempt from RLIMIT_NPROC and %s has no pids controller", p.plan.Limits.Pids, pidsRoot))
 			return p, nil
 		}
-		if p.cgroup, err = newPidsCgroup(p.plan.Spec.Limits.Pids); err != nil {
+		if p.cgroup, err = newPidsCgroup(p.plan.Limits.Pids); err != nil {
 			p.cleanup()
 			return nil, err
 		}
@@ -291,7 +289,7 @@ func execute(ctx context.Context, o Options, bwrap string, p *prepared, rec *Rec
 		infoR, infoW, _ = os.Pipe()
 		cmd.ExtraFiles = append(cmd.ExtraFiles, infoW)
 	}
-	lim := p.plan.Spec.Limits
+	lim := p.plan.Limits
 	var out *outputCap
 	if lim.Output > 0 {
 		out = &outputCap{max: lim.Output}

@@ -28,7 +28,7 @@ package sandbox
 // (the library alone refuses x32 numbers with ENOSYS but allows every call of another
 // architecture: its program jumps to the default action, allow), as raw sock_filter records.
 // bubblewrap loads it without unshare, mount and mount_setattr (SetupSeccompProgram), and the
-// inside steps load the whole of it over that before the command runs (noexec_linux.go).
+// inside steps load the whole of it over that before the command runs (inside/noexec_linux.go).
 
 import (
 	"bytes"
@@ -168,4 +168,27 @@ func assembleProgram(pol seccomp.Policy) ([]byte, error) {
 		}{r.Op, r.Jt, r.Jf, r.K})
 	}
 	return b.Bytes(), nil
+}
+
+// setupAllowed are the calls of the whole filter that bubblewrap's setup filter lets through,
+// for the exec step's remount (mount only where mount_setattr is missing, before Linux 5.12).
+var setupAllowed = map[string]bool{"unshare": true, "mount": true, "mount_setattr": true}
+
+// SetupSeccompProgram returns the filter bubblewrap loads (--seccomp): the whole filter
+// (SeccompProgram) without setupAllowed, which the steps load over it before the command runs.
+func SetupSeccompProgram() ([]byte, error) {
+	pol := seccompPolicy()
+	groups := make([]seccomp.SyscallGroup, 0, len(pol.Syscalls))
+	for _, g := range pol.Syscalls {
+		var names []string
+		for _, n := range g.Names {
+			if !setupAllowed[n] {
+				names = append(names, n)
+			}
+		}
+		g.Names = names
+		groups = append(groups, g)
+	}
+	pol.Syscalls = groups
+	return assembleProgram(pol)
 }

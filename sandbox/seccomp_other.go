@@ -12,3 +12,8 @@ import (
 func SeccompProgram() ([]byte, error) {
 	return nil, fmt.Errorf("the light tier's seccomp filter needs Linux, not %s", runtime.GOOS)
 }
+
+// SetupSeccompProgram is Linux's, as SeccompProgram is.
+func SetupSeccompProgram() ([]byte, error) {
+	return nil, fmt.Errorf("the light tier's seccomp filter needs Linux, not %s", runtime.GOOS)
+}

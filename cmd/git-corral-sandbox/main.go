@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/git-corral/git-corral/sandbox"
+	"github.com/git-corral/git-corral/sandbox/inside"
 )
 
 func main() {
@@ -18,5 +18,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "git-corral-sandbox: run by 'git corral sandbox' inside its sandbox; not for direct use")
 		os.Exit(129)
 	}
-	os.Exit(sandbox.Stage(os.Args[3]))
+	os.Exit(inside.Stage(os.Args[3]))
 }

@@ -60,7 +60,7 @@ func TestInheritedDescriptors(t *testing.T) {
 	}
 	for _, pkg := range []string{".", "../git-corral-sandbox"} {
 		name := map[string]string{".": "git-corral", "../git-corral-sandbox": "git-corral-sandbox"}[pkg]
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
+		if out, err := buildAsMakefile(name, filepath.Join(dir, name), pkg); err != nil {
 			t.Fatalf("build %s: %v\n%s", name, err, out)
 		}
 	}
@@ -250,4 +250,14 @@ func calls(t *testing.T, limactl string) [][]string {
 		}
 	}
 	return out
+}
+
+// buildAsMakefile builds the package pkg into out as the Makefile builds the binary name: the
+// inside helper without cgo.
+func buildAsMakefile(name, out, pkg string) ([]byte, error) {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	if name == "git-corral-sandbox" {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
+	return cmd.CombinedOutput()
 }

@@ -32,8 +32,11 @@ func TestCrossBuild(t *testing.T) {
 	for _, tg := range targets {
 		name := tg.goos + "/" + tg.goarch
 		t.Run(tg.goos+"-"+tg.goarch, func(t *testing.T) {
-			if out, err := goCmd(root, tg.goos, tg.goarch, "build", "-o", os.DevNull, "./cmd/git-corral"); err != nil {
-				t.Fatalf("%s: go build ./cmd/git-corral: %v\n%s", name, err, out)
+			// The full binary, and the front make install puts on PATH as git-corral.
+			for _, pkg := range []string{"./cmd/git-corral", "./cmd/git-corral-front"} {
+				if out, err := goCmd(root, tg.goos, tg.goarch, "build", "-o", os.DevNull, pkg); err != nil {
+					t.Fatalf("%s: go build %s: %v\n%s", name, pkg, err, out)
+				}
 			}
 			if !tg.vet {
 				return

@@ -1,4 +1,4 @@
-package sandbox
+package inside
 
 // Exec step rules: a fresh process inside the sandbox makes every mount but the programs'
 // noexec in a mount namespace of its own, drops every capability and loads the seccomp filter
@@ -54,7 +54,7 @@ var programDirs = map[string]bool{"bin": true, "sbin": true, "games": true, "lib
 // execStep runs the exec step and does not return unless it fails.
 func execStep() int {
 	var spec Spec
-	f := os.NewFile(specFD, "spec")
+	f := os.NewFile(SpecFD, "spec")
 	if err := json.NewDecoder(f).Decode(&spec); err != nil {
 		return fail("read the spec: %v", err)
 	}
@@ -62,16 +62,16 @@ func execStep() int {
 	env := os.Environ()
 	if spec.Direct {
 		// Started by bubblewrap itself: no init step set the environment or reads the report.
-		unix.CloseOnExec(reportFD)
+		unix.CloseOnExec(ReportFD)
 		env = spec.Env
 	}
 	err := prepareExec(spec)
 	if spec.Direct {
 		rep := Report{Started: true}
 		if err != nil {
-			rep = Report{Status: setupFailed, Error: err.Error()}
+			rep = Report{Status: SetupFailed, Error: err.Error()}
 		}
-		json.NewEncoder(os.NewFile(reportFD, "report")).Encode(rep)
+		json.NewEncoder(os.NewFile(ReportFD, "report")).Encode(rep)
 	}
 	if err != nil {
 		return fail("%v", err)
@@ -98,9 +98,9 @@ func prepareExec(spec Spec) error {
 		return err
 	}
 	if spec.Cgroup {
-		fd := execCgroupFD
+		fd := ExecCgroupFD
 		if spec.Direct {
-			fd = cgroupFD // from bubblewrap itself
+			fd = CgroupFD // from bubblewrap itself
 		}
 		if err := joinCgroup(fd); err != nil {
 			return err
@@ -118,12 +118,8 @@ func prepareExec(spec Spec) error {
 // fail reports a setup failure from inside the sandbox: status 1, never the command.
 func fail(format string, args ...any) int {
 	fmt.Fprintf(os.Stderr, "corral: error: sandbox: %s\n", fmt.Sprintf(format, args...))
-	return setupFailed
+	return SetupFailed
 }
-
-// setupFailed is the init step's and exec step's status when the sandbox cannot be set up.
-// The host turns it into status 1 with the report's message.
-const setupFailed = 1
 
 // setRlimits applies the per-process limits but memory (execLimited).
 func setRlimits(l Limits) error {
@@ -258,7 +254,7 @@ func execRules(paths []string) []landlock.Rule {
 			continue
 		}
 		rules = append(rules, landlock.PathAccess(accExec, p))
-		if l := interpreter(p); l != "" {
+		if l := Interpreter(p); l != "" {
 			loaders[l] = true
 		}
 	}
@@ -268,8 +264,8 @@ func execRules(paths []string) []landlock.Rule {
 	return rules
 }
 
-// interpreter returns the ELF interpreter (dynamic loader) of the program at path, or "".
-func interpreter(path string) string {
+// Interpreter returns the ELF interpreter (dynamic loader) of the program at path, or "".
+func Interpreter(path string) string {
 	f, err := elf.Open(path)
 	if err != nil {
 		return ""
@@ -284,4 +280,15 @@ func interpreter(path string) string {
 		}
 	}
 	return ""
+}
+
+// joinCgroup moves the calling process (the exec step) into the cgroup whose cgroup.procs is
+// open on fd.
+func joinCgroup(fd int) error {
+	f := os.NewFile(uintptr(fd), "cgroup.procs")
+	defer f.Close()
+	if _, err := f.WriteString("0"); err != nil {
+		return fmt.Errorf("join the pids cgroup: %w", err)
+	}
+	return nil
 }

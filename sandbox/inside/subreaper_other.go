@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sandbox
+package inside
 
 // becomeSubreaper has no counterpart outside Linux, where the light tier does not run.
 func becomeSubreaper() {}

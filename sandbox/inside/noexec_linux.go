@@ -1,4 +1,4 @@
-package sandbox
+package inside
 
 // Noexec rules: Landlock's execute right governs execve only; the kernel maps a file as code
 // (mmap or mprotect with PROT_EXEC, which is all the dynamic loader needs to run a program it
@@ -13,8 +13,8 @@ package sandbox
 //   - drops every capability (bounding set, ambient, permitted, effective, inheritable) and
 //     checks that none is left;
 //   - loads the whole seccomp filter (Spec.Filter), which refuses mount and unshare from then
-//     on, over bubblewrap's setup filter (SetupSeccompProgram: the same but for unshare, mount
-//     and mount_setattr), so that no process in the sandbox ever runs without a filter.
+//     on, over bubblewrap's setup filter (sandbox.SetupSeccompProgram: the same but for unshare,
+//     mount and mount_setattr), so that no process in the sandbox ever runs without a filter.
 // The init step, which stays outside that namespace, drops its capabilities and loads the whole
 // filter as soon as it has started the exec step, before the exec step gets its spec.
 
@@ -31,33 +31,9 @@ import (
 	"strings"
 	"unsafe"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
-
-// setupAllowed are the calls of the whole filter that bubblewrap's setup filter lets through,
-// for the exec step's remount (mount only where mount_setattr is missing, before Linux 5.12).
-var setupAllowed = map[string]bool{"unshare": true, "mount": true, "mount_setattr": true}
-
-// SetupSeccompProgram returns the filter bubblewrap loads (--seccomp): the whole filter
-// (SeccompProgram) without setupAllowed, which the steps load over it before the command runs.
-func SetupSeccompProgram() ([]byte, error) {
-	pol := seccompPolicy()
-	groups := make([]seccomp.SyscallGroup, 0, len(pol.Syscalls))
-	for _, g := range pol.Syscalls {
-		var names []string
-		for _, n := range g.Names {
-			if !setupAllowed[n] {
-				names = append(names, n)
-			}
-		}
-		g.Names = names
-		groups = append(groups, g)
-	}
-	pol.Syscalls = groups
-	return assembleProgram(pol)
-}
 
 // fenceExec runs the exec step's part of the rules above. It locks the calling goroutine to
 // its thread for good: the new mount namespace and the dropped capabilities are that thread's,
@@ -133,7 +109,7 @@ func remountNoexec(spec Spec) error {
 // grant itself does). A mount under no root (the sandbox's own /, /proc, /dev, /etc files,
 // /run/corral) is noexec.
 func execMount(point string, execRoots, dataRoots []string) bool {
-	e, d := nearest(point, execRoots), nearest(point, dataRoots)
+	e, d := Nearest(point, execRoots), Nearest(point, dataRoots)
 	return e != "" && len(e) >= len(d)
 }
 
@@ -271,8 +247,8 @@ func capsLeft(last int) string {
 	return strings.Join(left, ", ")
 }
 
-// loadFilter installs the seccomp program (raw sock_filter records, as SeccompProgram makes
-// them) on every thread of the process, with no_new_privs, as bubblewrap's --seccomp would.
+// loadFilter installs the seccomp program (raw sock_filter records, as sandbox.SeccompProgram
+// makes them) on every thread of the process, with no_new_privs, as bubblewrap's --seccomp would.
 func loadFilter(prog []byte) error {
 	if len(prog) == 0 || len(prog)%8 != 0 {
 		return fmt.Errorf("seccomp filter of %d bytes: not whole sock_filter records", len(prog))

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sandbox
+package inside
 
 import (
 	"errors"
@@ -13,9 +13,4 @@ func fenceExec(spec Spec) error {
 }
 func fenceInit(filter []byte) error {
 	return errors.New("the seccomp filter needs Linux, not " + runtime.GOOS)
-}
-
-// SetupSeccompProgram is Linux's, as SeccompProgram is.
-func SetupSeccompProgram() ([]byte, error) {
-	return nil, errors.New("the light tier's seccomp filter needs Linux, not " + runtime.GOOS)
 }

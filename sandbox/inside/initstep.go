@@ -1,4 +1,4 @@
-package sandbox
+package inside
 
 // Init step rules: it runs first inside the sandbox (bubblewrap's child, under the seccomp
 // filter, outside the Landlock domain), reads the spec from its pipe, starts the broker relay
@@ -25,27 +25,6 @@ import (
 	"github.com/git-corral/git-corral/internal/inherit"
 )
 
-// Report is what the init step tells the host about how the command ended.
-type Report struct {
-	// Status is the command's exit status, 128+N when signal N ended it.
-	Status int `json:"status"`
-	// Signal names the signal that ended it, if one did.
-	Signal string `json:"signal,omitempty"`
-	// ScratchFull is set when the scratch /tmp had no space left at the end.
-	ScratchFull bool `json:"scratchFull,omitempty"`
-	// PidsPeak is the most processes seen at once (sampled when limits.pids is set).
-	PidsPeak int `json:"pidsPeak,omitempty"`
-	// MaxRSS is the largest resident size of the command's processes, in bytes.
-	MaxRSS int64 `json:"maxRss"`
-	// CPU is the CPU time the command's processes used.
-	CPU time.Duration `json:"cpuNs"`
-	// Error is set when the sandbox could not be set up.
-	Error string `json:"error,omitempty"`
-	// Started is set by the exec step of a direct run (no init step) just before it execs the
-	// command, so that the host can tell bubblewrap's own failure from the command's status.
-	Started bool `json:"started,omitempty"`
-}
-
 // Stage runs one of the steps inside the sandbox ("init" or "exec") and returns the process's
 // exit status. git corral's main runs it for 'git corral sandbox --stage NAME'.
 func Stage(name string) int {
@@ -62,16 +41,16 @@ func Stage(name string) int {
 		return execStep()
 	}
 	fmt.Fprintf(os.Stderr, "corral: error: sandbox: unknown stage %q\n", name)
-	return setupFailed
+	return SetupFailed
 }
 
 // initStep is the init step.
 func initStep() int {
-	report := os.NewFile(reportFD, "report")
+	report := os.NewFile(ReportFD, "report")
 	if report == nil {
 		return fail("no report pipe: the init stage runs only inside 'git corral sandbox'")
 	}
-	unix.CloseOnExec(reportFD)
+	unix.CloseOnExec(ReportFD)
 	rep, code := supervise()
 	json.NewEncoder(report).Encode(rep)
 	report.Close()
@@ -81,7 +60,7 @@ func initStep() int {
 // supervise runs the exec step and waits for the command.
 func supervise() (Report, int) {
 	var spec Spec
-	f := os.NewFile(specFD, "spec")
+	f := os.NewFile(SpecFD, "spec")
 	if err := json.NewDecoder(f).Decode(&spec); err != nil {
 		return setupReport("read the spec: %v", err)
 	}
@@ -104,8 +83,8 @@ func supervise() (Report, int) {
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{r}
 	if spec.Cgroup {
-		unix.CloseOnExec(cgroupFD)
-		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(cgroupFD, "cgroup.procs"))
+		unix.CloseOnExec(CgroupFD)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(CgroupFD, "cgroup.procs"))
 	}
 	if err := cmd.Start(); err != nil {
 		return setupReport("start the exec step: %v", err)
@@ -136,7 +115,7 @@ func supervise() (Report, int) {
 func setupReport(format string, args ...any) (Report, int) {
 	msg := fmt.Sprintf(format, args...)
 	fmt.Fprintf(os.Stderr, "corral: error: sandbox: %s\n", msg)
-	return Report{Status: setupFailed, Error: msg}, setupFailed
+	return Report{Status: SetupFailed, Error: msg}, SetupFailed
 }
 
 // ended describes how the exec step (the command, once exec'd) ended.
