@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,8 +13,6 @@ import (
 	"strings"
 
 	format "github.com/go-git/go-git/v5/plumbing/format/config"
-
-	"github.com/git-corral/git-corral/internal/atomicfile"
 )
 
 // Git dirs that appear during a session (git submodule add, git worktree add, git init or
@@ -295,44 +294,49 @@ func (s *Snapshot) recordConfig(path string, safe []byte) {
 // there (nil when there is no config file). An unreadable or unparsable config is quarantined
 // and replaced by a minimal one.
 func (s *Snapshot) sanitizeConfig(path string) (safe []byte, quarantined string, changed bool, err error) {
-	// Git's lock first, then the read: a git in the box rewriting the config meanwhile waits
-	// for us (gitlock.go).
-	lock, err := lockGitFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, "", false, err
+	for attempt := 1; ; attempt++ {
+		before, _ := os.Lstat(path)
+		data, rerr := readSmall(path)
+		if os.IsNotExist(rerr) {
+			return nil, "", false, nil
+		}
+		cfg := format.New()
+		if rerr == nil {
+			rerr = format.NewDecoder(bytes.NewReader(data)).Decode(cfg)
+		}
+		out := []byte("[core]\n\trepositoryformatversion = 0\n")
+		if rerr == nil {
+			out = []byte(renderSafeConfig(cfg))
+		}
+		if bytes.Equal(out, data) {
+			return out, "", false, nil
+		}
+		q, err := s.quarantineCopy(path)
+		if err != nil {
+			return nil, "", true, err
+		}
+		tmp, err := writeTemp(path, out, 0o644)
+		if err != nil {
+			return nil, q, true, err
+		}
+		// Renamed once git holds no lock, and only over the file that was read: a config git
+		// committed meanwhile is read again (a box rewriting it without end gets the safe
+		// content at the fifth try, and the next check puts it back if git commits over it).
+		unchanged := func() bool { return sameFile(path, before) }
+		if attempt >= 5 {
+			unchanged = nil
+		}
+		err = renameWhenGitIdle(tmp, path, unchanged)
+		if errors.Is(err, errGitRaced) {
+			os.Remove(tmp)
+			continue
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return nil, q, true, fmt.Errorf("write %s: %w", path, err)
+		}
+		return out, q, true, nil
 	}
-	if lock != nil {
-		defer func() {
-			if lock != nil {
-				lock.release()
-			}
-		}()
-	}
-	data, rerr := readSmall(path)
-	if os.IsNotExist(rerr) {
-		return nil, "", false, nil
-	}
-	cfg := format.New()
-	if rerr == nil {
-		rerr = format.NewDecoder(bytes.NewReader(data)).Decode(cfg)
-	}
-	out := []byte("[core]\n\trepositoryformatversion = 0\n")
-	if rerr == nil {
-		out = []byte(renderSafeConfig(cfg))
-	}
-	if bytes.Equal(out, data) {
-		return out, "", false, nil
-	}
-	q, err := s.quarantineCopy(path)
-	if err != nil {
-		return nil, "", true, err
-	}
-	if lock != nil {
-		l := lock
-		lock = nil // committed or removed by commit
-		return out, q, true, l.commit(out, 0o644, nil)
-	}
-	return out, q, true, atomicfile.Write(path, out, 0o644)
 }
 
 // quarantineCopy keeps a copy of a file in the quarantine without moving it.

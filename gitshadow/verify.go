@@ -224,23 +224,6 @@ func (s *Snapshot) restore(path string, want fileState) error {
 		}
 		return chownIfRoot(path, want)
 	case "symlink", "file":
-		if want.Type == "file" && gitLocked(path) {
-			lock, err := lockGitFile(path)
-			if err != nil {
-				return fmt.Errorf("restore %s: %w", path, err)
-			}
-			if lock != nil {
-				data, err := os.ReadFile(filepath.Join(s.StateDir, "objects", want.Hash))
-				if err != nil {
-					lock.release()
-					return fmt.Errorf("restore %s: %w", path, err)
-				}
-				if err := lock.commit(data, want.Perm, &want); err != nil {
-					return fmt.Errorf("restore %s: %w", path, err)
-				}
-				return nil
-			}
-		}
 		tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf(".gitshadow-restore-%d", os.Getpid()))
 		os.Remove(tmp)
 		if err := s.create(tmp, want); err != nil {
@@ -251,7 +234,11 @@ func (s *Snapshot) restore(path string, want fileState) error {
 			os.Remove(tmp)
 			return err
 		}
-		if err := os.Rename(tmp, path); err != nil {
+		rename := os.Rename
+		if want.Type == "file" && gitLocked(path) {
+			rename = func(tmp, path string) error { return renameWhenGitIdle(tmp, path, nil) } // gitlock.go
+		}
+		if err := rename(tmp, path); err != nil {
 			os.Remove(tmp)
 			return fmt.Errorf("restore %s: %w", path, err)
 		}
