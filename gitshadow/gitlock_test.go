@@ -2,10 +2,12 @@ package gitshadow
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -161,4 +163,58 @@ func (s *Snapshot) mustObject(t *testing.T, data []byte) string {
 		t.Fatal(err)
 	}
 	return hash
+}
+
+// TestWatchFindsGitDirMadeAfterItsDirectory: git clone --separate-git-dir makes modules/NAME
+// first and its HEAD later. A check between the two finds no git dir; the watch must still see
+// the HEAD arrive and neutralise the git dir then, not at the next tick of WatchInterval (an
+// hour here). Control: the same git dir written in one go is neutralised too.
+func TestWatchFindsGitDirMadeAfterItsDirectory(t *testing.T) {
+	for _, late := range []bool{true, false} {
+		name := map[bool]string{true: "HEAD after a check", false: "control: written in one go"}[late]
+		t.Run(name, func(t *testing.T) {
+			root := fixture(t)
+			work := filepath.Join(root, "work")
+			snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			saved := WatchInterval
+			WatchInterval = time.Hour
+			defer func() { WatchInterval = saved }()
+			ctx, cancel := context.WithCancel(context.Background())
+			var mu sync.Mutex
+			var got []Change
+			done := make(chan error, 1)
+			go func() { done <- Watch(ctx, snap, func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() }) }()
+			defer func() { cancel(); <-done }()
+			time.Sleep(100 * time.Millisecond)
+			gd := filepath.Join(work, ".git/modules/late")
+			fill := func() {
+				os.MkdirAll(filepath.Join(gd, "hooks"), 0o755)
+				os.WriteFile(filepath.Join(gd, "hooks/post-checkout"), []byte("#!/bin/sh\n"), 0o755)
+				os.WriteFile(filepath.Join(gd, "config"), []byte("[core]\n\tfsmonitor = sh\n"), 0o644)
+				os.WriteFile(filepath.Join(gd, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+			}
+			if late {
+				os.Mkdir(gd, 0o755)
+				time.Sleep(300 * time.Millisecond) // the check of the mkdir's event has run
+			}
+			fill()
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				cfg, _ := os.ReadFile(filepath.Join(gd, "config"))
+				if !bytes.Contains(cfg, []byte("fsmonitor")) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if cfg, _ := os.ReadFile(filepath.Join(gd, "config")); bytes.Contains(cfg, []byte("fsmonitor")) {
+				t.Fatalf("5 s after its HEAD was written the new git dir's config still sets fsmonitor:\n%s", cfg)
+			}
+			if _, err := os.Lstat(filepath.Join(gd, "hooks/post-checkout")); err == nil {
+				t.Fatal("the new git dir's hook is still there")
+			}
+		})
+	}
 }

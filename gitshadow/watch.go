@@ -19,8 +19,15 @@ var (
 	FullScanInterval = 30 * time.Second
 )
 
-// debounce gathers a burst of events (git writes several files per command) into one check.
-const debounce = 20 * time.Millisecond
+// debounce gathers a burst of events (git writes several files per command, a clone dozens)
+// into one check: the check runs once no event has come for debounce, and at the latest
+// maxDebounce after the burst's first event (a box writing without end cannot put it off). So
+// the host's rewrites land after a git command's writes rather than between them, where the
+// box's git finds config.lock taken (gitlock.go).
+const (
+	debounce    = 20 * time.Millisecond
+	maxDebounce = 250 * time.Millisecond
+)
 
 // protectedNames are the entries of a git dir whose events trigger a check. Names are compared
 // with Unicode case folding, because a case-insensitive host filesystem reports the spelling
@@ -51,6 +58,7 @@ func Watch(ctx context.Context, s *Snapshot, onChange func(Change)) error {
 	// Anything written between the caller's last check and the watches above existing would
 	// raise no event: check once as soon as the watches are in place.
 	fire := time.After(0)
+	burst := time.Now() // when the first event of the burst fire waits for came
 	run := func(full bool) {
 		changes, _ := s.check(ctx, full)
 		for _, c := range changes {
@@ -74,8 +82,12 @@ func Watch(ctx context.Context, s *Snapshot, onChange func(Change)) error {
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 				delete(watched, ev.Name) // its watch is gone; re-add it once the path is back
 			}
-			if relevant(filters, ev.Name) && fire == nil {
-				fire = time.After(debounce)
+			if relevant(filters, ev.Name) {
+				if fire == nil {
+					burst = time.Now()
+				}
+				wait := min(debounce, maxDebounce-time.Since(burst))
+				fire = time.After(max(wait, 0))
 			}
 		case <-w.Errors:
 			run(false) // an overflow loses events: check everything
@@ -109,6 +121,9 @@ func (s *Snapshot) watchSet() map[string][]string {
 		addName(filepath.Dir(g), filepath.Base(g))
 		set[filepath.Join(g, "modules")] = nil
 		set[filepath.Join(g, "worktrees")] = nil
+		for _, d := range pendingGitDirs(g) {
+			set[d] = nil
+		}
 	}
 	for t := range s.Trees {
 		set[t] = nil
@@ -160,4 +175,38 @@ func relevant(set map[string][]string, path string) bool {
 		}
 	}
 	return false
+}
+
+// pendingGitDirs returns the directories under g's modules/ and worktrees/ that are not git
+// dirs (yet): git clone --separate-git-dir and git worktree add make the directory first and
+// write its HEAD later, and a check that looks in between finds no git dir there. Each is
+// watched whole until it becomes one, so that the write that makes it a git dir raises the
+// event of the check that neutralises it (before, only the next tick of WatchInterval did).
+// A nested module name's levels (modules/a/b) are such directories too. Symlinks are not
+// followed.
+func pendingGitDirs(g string) []string {
+	var out []string
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		ents, err := os.ReadDir(dir)
+		if err != nil || depth > 8 {
+			return
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			if !e.IsDir() || isGitDir(p) {
+				continue
+			}
+			out = append(out, p)
+			walk(p, depth+1)
+		}
+	}
+	walk(filepath.Join(g, "modules"), 0)
+	wts, _ := os.ReadDir(filepath.Join(g, "worktrees"))
+	for _, e := range wts {
+		if p := filepath.Join(g, "worktrees", e.Name()); e.IsDir() && !isGitDir(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
