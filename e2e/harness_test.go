@@ -127,11 +127,8 @@ func resetState() error {
 	return chown(global)
 }
 
-// suiteGlobalConfig is the suite's $CORRAL_HOME/config.toml. Its boxes get one virtual CPU:
-// the suite runs two boxes side by side on machines of two cores, and under QEMU's software
-// emulation two vCPUs a box are four busy threads there, each box's boot waiting on vCPUs the
-// host has descheduled (docs/E2E.md, "One vCPU a box").
-const suiteGlobalConfig = "network = \"full\"\ncpus = 1\n"
+// suiteGlobalConfig is the suite's $CORRAL_HOME/config.toml.
+const suiteGlobalConfig = "network = \"full\"\n"
 
 func chown(p string) error {
 	if !suite.asRoot {
