@@ -13,7 +13,7 @@
 # then one box of a second project with the same .corral.toml (it resumes the same base).
 # At the end the golden disk's and state's sha256 and mtime are compared with their values after
 # the build.
-# NETWORK=broker|offline sets the project's network mode (default: the policy default, full).
+# NETWORK=broker|offline|full sets the project's network mode (default: the policy default, broker since issue #34).
 set -euo pipefail
 U=${BENCH_USER:-corral-ci}
 PAIRS=${PAIRS:-2}
