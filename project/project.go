@@ -18,6 +18,22 @@ var ErrNotRepository = errors.New("not in a git repository")
 // ErrBare is returned for a bare repository, which has no work tree to mount.
 var ErrBare = errors.New("bare repository has no work tree")
 
+// ExitNoRepo is git corral's exit code for a directory that is no checkout (git's own for "not
+// a git repository").
+const ExitNoRepo = 128
+
+// Hint returns what to do about err when it is (or wraps) ErrNotRepository or ErrBare, and
+// whether it is: git corral's front and its full binary answer both the same way.
+func Hint(err error) (string, bool) {
+	switch {
+	case errors.Is(err, ErrNotRepository):
+		return "run git corral inside a git checkout, or name one with 'git corral -C DIR …'", true
+	case errors.Is(err, ErrBare):
+		return "a bare repository has no work tree to mount; use 'git corral clone URL' for untrusted code", true
+	}
+	return "", false
+}
+
 // Project is a checkout as git reports it.
 type Project struct {
 	// TopLevel is the real path of the work tree's top level (git rev-parse --show-toplevel).

@@ -41,8 +41,6 @@ const (
 
 // File descriptors bubblewrap and the inside steps receive (package inside has the steps' own).
 const (
-	specFD   = inside.SpecFD
-	reportFD = inside.ReportFD
 	// seccompFD carries bubblewrap's filter: the setup filter (SetupSeccompProgram), which
 	// lets the exec step remount; the steps load the whole filter (Spec.Filter) over it.
 	seccompFD = 5

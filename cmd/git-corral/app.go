@@ -27,7 +27,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitTimeout = 124
-	exitNoRepo  = 128
+	exitNoRepo  = project.ExitNoRepo
 	exitUsage   = 129
 )
 
@@ -108,16 +108,10 @@ func (a *app) report(err error) int {
 			h = ee.hint
 		}
 	}
-	if errors.Is(err, project.ErrNotRepository) {
+	if ph, ok := project.Hint(err); ok {
 		code = exitNoRepo
 		if h == "" {
-			h = "run git corral inside a git checkout, or name one with 'git corral -C DIR …'"
-		}
-	}
-	if errors.Is(err, project.ErrBare) {
-		code = exitNoRepo
-		if h == "" {
-			h = "a bare repository has no work tree to mount; use 'git corral clone URL' for untrusted code"
+			h = ph
 		}
 	}
 	label := "error"

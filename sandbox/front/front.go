@@ -33,12 +33,13 @@ import (
 
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/hint"
+	"github.com/git-corral/git-corral/project"
 	"github.com/git-corral/git-corral/sandbox"
 )
 
 // Exit codes the front gives (git corral's, DESIGN.md).
 const (
-	exitNoRepo = 128
+	exitNoRepo = project.ExitNoRepo
 	exitUsage  = 129
 )
 
@@ -83,6 +84,7 @@ func (s Status) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 // Run runs args in the light tier as flags say, and prints how a limit ended it.
 func Run(ctx context.Context, e Env, f Flags, args []string) error {
 	if len(args) == 0 {
+		//lint:ignore ST1005 the message ends with the usage line's own "CMD...", as the full binary's did
 		return &Error{Code: exitUsage, Err: errors.New("sandbox needs a command: git corral sandbox [--manifest FILE] -- CMD..."),
 			Hint: "run 'git corral sandbox -h' for its usage"}
 	}

@@ -32,16 +32,10 @@ func Report(e Env, err error) int {
 			h = fe.Hint
 		}
 	}
-	if errors.Is(err, project.ErrNotRepository) {
+	if ph, ok := project.Hint(err); ok {
 		code = exitNoRepo
 		if h == "" {
-			h = "run git corral inside a git checkout, or name one with 'git corral -C DIR …'"
-		}
-	}
-	if errors.Is(err, project.ErrBare) {
-		code = exitNoRepo
-		if h == "" {
-			h = "a bare repository has no work tree to mount; use 'git corral clone URL' for untrusted code"
+			h = ph
 		}
 	}
 	label := "error"
