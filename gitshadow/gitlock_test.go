@@ -2,12 +2,10 @@ package gitshadow
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 )
@@ -173,22 +171,8 @@ func TestWatchFindsGitDirMadeAfterItsDirectory(t *testing.T) {
 	for _, late := range []bool{true, false} {
 		name := map[bool]string{true: "HEAD after a check", false: "control: written in one go"}[late]
 		t.Run(name, func(t *testing.T) {
-			root := fixture(t)
-			work := filepath.Join(root, "work")
-			snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			saved := WatchInterval
-			WatchInterval = time.Hour
-			defer func() { WatchInterval = saved }()
-			ctx, cancel := context.WithCancel(context.Background())
-			var mu sync.Mutex
-			var got []Change
-			done := make(chan error, 1)
-			go func() { done <- Watch(ctx, snap, func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() }) }()
-			defer func() { cancel(); <-done }()
-			time.Sleep(100 * time.Millisecond)
+			work := filepath.Join(fixture(t), "work")
+			watchOnEvents(t, work)
 			gd := filepath.Join(work, ".git/modules/late")
 			fill := func() {
 				os.MkdirAll(filepath.Join(gd, "hooks"), 0o755)

@@ -62,19 +62,7 @@ func TestSanitizeConfig(t *testing.T) {
 func TestWatchNeutralisesNewSubmodule(t *testing.T) {
 	root := fixture(t)
 	work := filepath.Join(root, "work")
-	snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := WatchInterval
-	WatchInterval = time.Hour
-	defer func() { WatchInterval = saved }()
-	ctx, cancel := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	var got []Change
-	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, snap, func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() }) }()
-	time.Sleep(100 * time.Millisecond)
+	reported, stop := watchOnEvents(t, work)
 	gd := filepath.Join(work, ".git/modules/late")
 	run(t, work, "git", "clone", "-q", "--separate-git-dir", gd, filepath.Join(root, "src/leaf"), "late")
 	run(t, work, "git", "-C", "late", "config", "core.fsmonitor", "touch "+filepath.Join(root, "canary-late"))
@@ -88,8 +76,7 @@ func TestWatchNeutralisesNewSubmodule(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	<-done
+	stop()
 	if _, err := os.Lstat(hook); err == nil {
 		t.Errorf("the new submodule's hook is still there")
 	}
@@ -103,11 +90,42 @@ func TestWatchNeutralisesNewSubmodule(t *testing.T) {
 			t.Errorf("host git ran %s", c)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) == 0 {
+	if len(reported()) == 0 {
 		t.Errorf("Watch reported nothing")
 	}
+}
+
+// watchOnEvents snapshots work and runs Watch on it with WatchInterval an hour, so that only
+// events drive its checks. It returns what Watch has reported so far, and stop, which ends
+// Watch and waits for it (also run at the test's end).
+func watchOnEvents(t *testing.T, work string) (reported func() []Change, stop func()) {
+	t.Helper()
+	snap, err := TakeSnapshot(context.Background(), discover(t, work), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := WatchInterval
+	WatchInterval = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var got []Change
+	done := make(chan error, 1)
+	go func() { done <- Watch(ctx, snap, func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() }) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			WatchInterval = saved
+		})
+	}
+	t.Cleanup(stop)
+	time.Sleep(100 * time.Millisecond) // the watches are in place
+	return func() []Change {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Change(nil), got...)
+	}, stop
 }
 
 // TestLoadSnapshotVerifies checks that a snapshot saved by one process can be verified (and
