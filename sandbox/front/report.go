@@ -15,7 +15,7 @@ import (
 // Report prints err as git corral's report does ("corral: error: …", then "corral: hint: …";
 // cmd/git-corral/app.go) and returns the exit code: a Status passes through silently, an
 // *Error gives its code, a directory in no repository or a bare one 128, anything else 1.
-// TestFrontAnswersAsGitCorral holds the two to the same bytes.
+// cmd/git-corral-front TestFrontAnswersAsFull holds the two to the same bytes.
 func Report(e Env, err error) int {
 	if err == nil {
 		return 0
