@@ -50,8 +50,8 @@ func main() {
 func run(ctx context.Context, argv []string) int {
 	args := argv[1:]
 	e := front.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
-	if len(args) == 3 && args[0] == "sandbox" && args[1] == "--stage" {
-		return inside.Stage(args[2])
+	if stage, ok := dispatch.Stage(args); ok {
+		return inside.Stage(stage)
 	}
 	if dispatch.Takes(args) {
 		return sandboxRun(ctx, e, args)
@@ -84,9 +84,9 @@ func sandboxRun(ctx context.Context, e front.Env, args []string) int {
 	}
 	for args[0] != "sandbox" { // Takes: only -C DIR and -CDIR come before it
 		if args[0] == "-C" {
-			e.Dir, args = joinDir(e.Dir, args[1]), args[2:]
+			e.Dir, args = front.JoinDir(e.Dir, args[1]), args[2:]
 		} else {
-			e.Dir, args = joinDir(e.Dir, args[0][2:]), args[1:]
+			e.Dir, args = front.JoinDir(e.Dir, args[0][2:]), args[1:]
 		}
 	}
 	fs := pflag.NewFlagSet("git corral sandbox", pflag.ContinueOnError)
@@ -97,12 +97,4 @@ func sandboxRun(ctx context.Context, e front.Env, args []string) int {
 		return front.Report(e, &front.Error{Code: 129, Err: err, Hint: "run 'git corral sandbox -h' for its usage"})
 	}
 	return front.Report(e, front.Run(ctx, e, f, fs.Args()))
-}
-
-// joinDir applies a -C argument the way git (and git corral) does: relative to the previous -C.
-func joinDir(base, dir string) string {
-	if base == "" || filepath.IsAbs(dir) {
-		return dir
-	}
-	return filepath.Join(base, dir)
 }

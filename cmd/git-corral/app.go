@@ -18,6 +18,7 @@ import (
 	"github.com/git-corral/git-corral/internal/inherit"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/project"
+	"github.com/git-corral/git-corral/sandbox/front"
 	"github.com/git-corral/git-corral/session"
 	"github.com/git-corral/git-corral/vm"
 )
@@ -134,13 +135,13 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 				return usageErrorf("", "flag %s needs a value", arg)
 			}
 			if arg == "-C" {
-				a.dir = joinDir(a.dir, args[1])
+				a.dir = front.JoinDir(a.dir, args[1])
 			} else {
 				a.box = args[1]
 			}
 			args = args[2:]
 		case strings.HasPrefix(arg, "-C") && len(arg) > 2:
-			a.dir = joinDir(a.dir, arg[2:])
+			a.dir = front.JoinDir(a.dir, arg[2:])
 			args = args[1:]
 		case strings.HasPrefix(arg, "--box="):
 			a.box = strings.TrimPrefix(arg, "--box=")
@@ -169,14 +170,6 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 	}
 	a.printSummary(a.stderr)
 	return withCode(exitUsage, errors.New("no command given"), "run 'git corral help' for the list of commands")
-}
-
-// joinDir applies a -C argument the way git does: relative to the previous -C.
-func joinDir(base, dir string) string {
-	if base == "" || filepath.IsAbs(dir) {
-		return dir
-	}
-	return filepath.Join(base, dir)
 }
 
 // runCommand parses cmd's flags from args and runs it.

@@ -56,6 +56,15 @@ func Takes(args []string) bool {
 	return false
 }
 
+// Stage returns the step named by 'sandbox --stage NAME' (the inside steps, when the inside
+// helper is not installed), and whether args are that.
+func Stage(args []string) (string, bool) {
+	if len(args) == 3 && args[0] == "sandbox" && args[1] == "--stage" {
+		return args[2], true
+	}
+	return "", false
+}
+
 // Beside returns the helper called name installed for the git-corral binary self (an absolute
 // path): ../lib/git-corral/NAME (make install) or NAME in self's directory (a build tree's
 // bin/), whichever is first a regular executable file; "" when neither is.

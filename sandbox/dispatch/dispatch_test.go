@@ -70,3 +70,22 @@ func TestBeside(t *testing.T) {
 		t.Fatalf("Beside installed = %q", got)
 	}
 }
+
+// TestStage: only exactly 'sandbox --stage NAME' is the inside steps; a run or anything longer
+// is not.
+func TestStage(t *testing.T) {
+	if name, ok := Stage([]string{"sandbox", "--stage", "exec"}); !ok || name != "exec" {
+		t.Errorf("Stage(sandbox --stage exec) = %q, %v", name, ok)
+	}
+	for _, args := range [][]string{
+		{"sandbox", "--", "true"},
+		{"sandbox", "--stage"},
+		{"sandbox", "--stage", "exec", "extra"},
+		{"-C", "/tmp", "sandbox", "--stage", "exec"},
+		{"run", "--stage", "exec"},
+	} {
+		if name, ok := Stage(args); ok {
+			t.Errorf("Stage(%q) = %q, true: want false", args, name)
+		}
+	}
+}

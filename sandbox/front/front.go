@@ -164,3 +164,12 @@ func WorkDir(dir string) (string, error) {
 	}
 	return abs, nil
 }
+
+// JoinDir applies a -C argument the way git does: relative to the previous -C. The front and
+// the full binary read -C with it.
+func JoinDir(base, dir string) string {
+	if base == "" || filepath.IsAbs(dir) {
+		return dir
+	}
+	return filepath.Join(base, dir)
+}

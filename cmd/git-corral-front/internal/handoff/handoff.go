@@ -42,7 +42,8 @@ func init() {
 
 // Front reports whether the front runs args itself: a sandbox run, or the inside steps.
 func Front(args []string) bool {
-	return dispatch.Takes(args) || len(args) == 3 && args[0] == "sandbox" && args[1] == "--stage"
+	_, stage := dispatch.Stage(args)
+	return stage || dispatch.Takes(args)
 }
 
 // cmdline returns this process's argv, nil if it cannot be read.
