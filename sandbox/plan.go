@@ -192,10 +192,8 @@ func refusal(path, corralHome string) string {
 	return ""
 }
 
-// within reports whether path is dir or inside it.
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
-}
+// within reports whether path is dir or inside it (the steps' own rule).
+var within = inside.Within
 
 // commandEnv is the command's environment: a fixed PATH, HOME and TMPDIR, then env.pass.
 func commandEnv(m *Manifest, h Host) []string {

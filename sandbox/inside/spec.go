@@ -94,12 +94,16 @@ type Report struct {
 	Started bool `json:"started,omitempty"`
 }
 
+// Within reports whether path is dir or inside it (by name; both clean and absolute).
+func Within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
 // Nearest returns the longest of roots that path is at or under, or "".
 func Nearest(path string, roots []string) string {
 	best := ""
 	for _, r := range roots {
-		within := path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/")
-		if within && len(r) > len(best) {
+		if Within(path, r) && len(r) > len(best) {
 			best = r
 		}
 	}
