@@ -83,6 +83,36 @@ func newGuestRoot(t *testing.T, opts Options) *guestRoot {
 	return &guestRoot{t: t, dir: dir}
 }
 
+// script returns the rendered script name.
+func (g *guestRoot) script(name string) string {
+	g.t.Helper()
+	b, err := os.ReadFile(filepath.Join(g.dir, name))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// write adds a file to /corral.
+func (g *guestRoot) write(name, body string) {
+	g.t.Helper()
+	if err := os.WriteFile(filepath.Join(g.dir, name), []byte(body), 0o755); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// scriptBody returns the body of the script name in b.
+func scriptBody(t *testing.T, b Bundle, name string) string {
+	t.Helper()
+	for _, s := range b.Scripts {
+		if s.Name == name {
+			return s.Body
+		}
+	}
+	t.Fatalf("no script %s in the bundle", name)
+	return ""
+}
+
 // run runs a shell command chrooted in a fresh root, inside network namespace ns when ns is
 // not "". It returns stdout, stderr and the exit code.
 func (g *guestRoot) run(ns, cmd string) (string, string, int) {

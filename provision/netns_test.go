@@ -287,6 +287,14 @@ func testGuardNetwork(t *testing.T, l *netLab, g *guestRoot) {
 		{"ruleset file edited", "sed -i 's/policy drop/policy accept/' /etc/corral/lockdown.nft", "lockdown.nft is missing or differs"},
 		{"unit disabled", "rm /etc/systemd/system/sysinit.target.wants/corral-lockdown.service", "not enabled"},
 	}
+	if strings.Contains(g.script("05-box.sh"), "define broker_port") {
+		cases = append(cases, []struct{ name, mutate, want string }{
+			{"broker port file names another port", "sed -i 's/= [0-9]*/= 8081/' " + BrokerPortFile, "live nftables ruleset differs"},
+			{"broker port file writable by others", "chmod 0666 " + BrokerPortFile, "not root's or not mode 0644"},
+			{"broker port file gains a line", "echo 'define other = 1' >>" + BrokerPortFile, "is not one 'define broker_port = PORT' line"},
+			{"broker port file removed", "rm " + BrokerPortFile, "broker port file " + BrokerPortFile + " is missing"},
+		}...)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, errOut, code := g.run(l.box, "sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null && sh /corral/20-lockdown.sh >/dev/null && "+c.mutate+
@@ -302,5 +310,61 @@ func testGuardNetwork(t *testing.T, l *netLab, g *guestRoot) {
 				t.Errorf("guard check after %q: %+v, want a failure naming %q", c.mutate, r, c.want)
 			}
 		})
+	}
+}
+
+// TestLockdownResumeTakesThisBoxPort: a box resumed from a golden state runs 05-box again, not
+// 20-lockdown (nft.go), and its lockdown must then let in its own broker port and no longer
+// the build box's. The build box's scripts load the lockdown for port A; the new box's 05-box
+// (port B) runs once as at a boot (no attestation yet: nothing is reloaded, 20-lockdown would
+// load the ruleset next) and once as at a resume.
+func TestLockdownResumeTakesThisBoxPort(t *testing.T) {
+	l := newNetLab(t)
+	const portA, portB = labBrokerPort, labBrokerPort + 1
+	for _, p := range []int{portA, portB} {
+		l.listen(l.gw, fmt.Sprintf("TCP4-LISTEN:%d,bind=%s,fork,reuseaddr", p, Gateway))
+	}
+	g := newGuestRoot(t, Options{Network: policy.NetworkBroker, User: "corral", BrokerPort: portA})
+	other, err := Render(Options{Network: policy.NetworkBroker, User: "corral", BrokerPort: portB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.write("05-box-b.sh", scriptBody(t, other, "05-box.sh"))
+	// probe prints "PORT open" or "PORT shut" for each broker port.
+	probe := fmt.Sprintf(`probe() { for p in %d %d; do if echo x | socat -T2 STDIO TCP4:%s:$p,connect-timeout=2 2>/dev/null | grep -q ok; then echo "$1 $p open"; else echo "$1 $p shut"; fi; done; }; `, portA, portB, Gateway)
+	// The lab is sound: with no ruleset both ports answer (the listeners may take a moment).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _, _ := g.run(l.box, probe+"probe before")
+		if strings.Contains(out, fmt.Sprintf("before %d open", portA)) && strings.Contains(out, fmt.Sprintf("before %d open", portB)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("before any lockdown the broker ports do not both answer, so the lab proves nothing:\n%s", out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	out, errOut, code := g.run(l.box, probe+`set -e
+sh /corral/05-box.sh >/dev/null && sh /corral/10-base.sh >/dev/null && sh /corral/20-lockdown.sh >/dev/null
+probe build
+sh /corral/05-box-b.sh
+probe boot
+install -d -m 0755 /run/corral && : >/run/corral/attest
+sh /corral/05-box-b.sh
+probe resume
+/usr/local/libexec/corral/guard-check network`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("build %d open", portA), fmt.Sprintf("build %d shut", portB),
+		fmt.Sprintf("boot %d open", portA), fmt.Sprintf("boot %d shut", portB),
+		"broker lockdown loaded again for this box's port",
+		fmt.Sprintf("resume %d shut", portA), fmt.Sprintf("resume %d open", portB),
+		`{"ok":true`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s\n%s", want, out, errOut)
+		}
 	}
 }

@@ -11,6 +11,11 @@ package provision
 //     as established traffic. DHCP replies from slirp are let in so the lease can be renewed.
 //   - Outbound: DHCP requests to slirp's built-in server (port 67, answered inside QEMU and never
 //     forwarded to the host) and, in broker mode only, tcp to the broker's port on the gateway.
+//   - The broker's port is this box's own (start picks one per box), so it is not in the ruleset:
+//     the ruleset includes BrokerPortFile, which 05-box writes at every boot. The ruleset, the
+//     guard check that pins its digest and 20-lockdown are then byte for byte the same in every
+//     box of a guest recipe, and a box resumed from a golden state runs only 05-box again (which
+//     loads the ruleset again with its port) instead of the base files and the lockdown.
 //   - The ruleset starts with "flush ruleset": whatever else was loaded (Lima's DNS NAT rules,
 //     Debian's nftables.conf) is gone, so the live ruleset can be compared for equality.
 
@@ -32,26 +37,38 @@ const (
 	TableName = "corral"
 )
 
+// BrokerPortFile is the root-owned nftables file that names this box's broker port (05-box
+// writes it, BrokerPortDefine's text); the broker-mode ruleset includes it.
+const BrokerPortFile = "/etc/corral/broker-port.nft"
+
 // Ruleset returns the nftables ruleset of a lockdown mode; "" for full, which has none.
-func Ruleset(mode policy.Network, brokerPort int) (string, error) {
+func Ruleset(mode policy.Network) (string, error) {
 	switch mode {
 	case policy.NetworkFull:
 		return "", nil
 	case policy.NetworkOffline:
-		return rulesetText(mode, ""), nil
+		return rulesetText(mode, "", ""), nil
 	case policy.NetworkBroker:
-		if brokerPort < 1 || brokerPort > 65535 {
-			return "", fmt.Errorf("%w: broker port %d: want 1-65535", ErrUnsafeValue, brokerPort)
-		}
-		return rulesetText(mode, fmt.Sprintf("\t\tip daddr %s tcp dport %d ct state new accept\n", Gateway, brokerPort)), nil
+		return rulesetText(mode, "include \""+BrokerPortFile+"\"\n",
+			fmt.Sprintf("\t\tip daddr %s tcp dport $broker_port ct state new accept\n", Gateway)), nil
 	}
 	return "", fmt.Errorf("%w: network mode %q: want full, broker or offline", ErrUnsafeValue, mode)
 }
 
-func rulesetText(mode policy.Network, extraOut string) string {
+// BrokerPortDefine is BrokerPortFile's text for a broker port.
+func BrokerPortDefine(port int) (string, error) {
+	if port < 1 || port > 65535 {
+		return "", fmt.Errorf("%w: broker port %d: want 1-65535", ErrUnsafeValue, port)
+	}
+	return fmt.Sprintf("define broker_port = %d\n", port), nil
+}
+
+func rulesetText(mode policy.Network, include, extraOut string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/usr/sbin/nft -f\n# git corral %s lockdown. Root-owned; loaded before the network comes up.\n", mode)
-	b.WriteString("flush ruleset\n\ntable inet " + TableName + " {\n")
+	b.WriteString("flush ruleset\n")
+	b.WriteString(include)
+	b.WriteString("\ntable inet " + TableName + " {\n")
 	b.WriteString("\tchain input {\n\t\ttype filter hook input priority filter; policy drop;\n")
 	b.WriteString("\t\tiifname \"lo\" accept\n")
 	b.WriteString("\t\tct state established,related accept\n")

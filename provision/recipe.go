@@ -6,7 +6,7 @@ import "strings"
 // metadata, and the repository's own approved scripts are numbered under RepoScriptPrefix.
 const (
 	// BoxScriptName is not per box in this sense: it writes the box's own values (its project
-	// mount point) for the product's scripts to read, and the golden key masks them, so every
+	// mount point, its broker port) for the product's scripts to read, and the golden key masks them, so every
 	// box of a recipe has the same product scripts but this one.
 	BoxScriptName       = "05-box.sh"
 	GitShadowScriptName = "40-gitshadow.sh"

@@ -100,7 +100,9 @@ type guestData struct {
 	SessionCheck, GuardDaemon, GuardUnit         string
 	ForbiddenGroups, RootPaths, Sockets          string
 	GuestAgentNS, GuestAgentDropIn               string
-	InstallFile, Proxy, Packages                 string
+	InstallFile, Packages                        string
+	// BrokerPort is BrokerPortFile's text in broker mode, "" otherwise (05-box writes it).
+	BrokerPort, BrokerPortFile, Gateway string
 
 	CredentialHelperPath, CredentialHelper, GitConfig string
 
@@ -162,9 +164,15 @@ func Render(opts Options) (Bundle, error) {
 
 // prepare checks every option and quotes every value the templates use.
 func prepare(opts Options) (*guestData, error) {
-	rules, err := Ruleset(opts.Network, opts.BrokerPort)
+	rules, err := Ruleset(opts.Network)
 	if err != nil {
 		return nil, fmt.Errorf("render guest scripts: %w", err)
+	}
+	var port string
+	if opts.Network == policy.NetworkBroker {
+		if port, err = BrokerPortDefine(opts.BrokerPort); err != nil {
+			return nil, fmt.Errorf("render guest scripts: %w", err)
+		}
 	}
 	if err := checkUser(opts.User); err != nil {
 		return nil, fmt.Errorf("render guest scripts: %w", err)
@@ -174,7 +182,8 @@ func prepare(opts Options) (*guestData, error) {
 			return nil, fmt.Errorf("render guest scripts: %w", err)
 		}
 	}
-	d := &guestData{Mode: string(opts.Network), UserRaw: opts.User, Ruleset: rules, InstallFile: installFileFunc}
+	d := &guestData{Mode: string(opts.Network), UserRaw: opts.User, Ruleset: rules, InstallFile: installFileFunc,
+		BrokerPort: port, BrokerPortFile: BrokerPortFile, Gateway: Gateway}
 	d.ForbiddenGroups, d.RootPaths, d.Sockets = forbiddenGroups, "'"+rootPaths+"'", "'"+containerSockets+"'"
 	d.User, _ = ShellQuote("guest user", opts.User)
 	d.ProjectDir, _ = ShellQuote("project directory", opts.ProjectDir)
@@ -207,10 +216,6 @@ func packagesData(opts Options, d *guestData) error {
 		words = append(words, p)
 	}
 	d.Packages = strings.Join(words, " ")
-	d.Proxy = "''"
-	if opts.Network == policy.NetworkBroker {
-		d.Proxy = fmt.Sprintf("'http://%s:%d'", Gateway, opts.BrokerPort)
-	}
 	return nil
 }
 

@@ -47,6 +47,46 @@ func TestRenderOrder(t *testing.T) {
 
 // TestRenderShellcheck runs shellcheck on every rendered script and on the guard check, in
 // every mode.
+// TestBrokerPortOnlyIn05Box: the broker port is per box, so it is written by 05-box alone; every
+// other product script is byte for byte the same for two ports, which is what lets a box resume
+// a golden state built for another box without running the base files and the lockdown again
+// (vm/golden_state.go runs only the scripts that differ).
+func TestBrokerPortOnlyIn05Box(t *testing.T) {
+	render := func(port int) map[string]string {
+		o := testOptions(policy.NetworkBroker)
+		o.BrokerPort = port
+		b, err := Render(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, s := range b.Recipe().Scripts {
+			m[s.Name] = s.Body
+		}
+		return m
+	}
+	a, b := render(40001), render(40002)
+	if a["05-box.sh"] == b["05-box.sh"] || !strings.Contains(a["05-box.sh"], "define broker_port = 40001") {
+		t.Errorf("05-box.sh does not carry the broker port:\n%s", a["05-box.sh"])
+	}
+	for name, body := range a {
+		if name == "05-box.sh" {
+			continue
+		}
+		if body != b[name] {
+			t.Errorf("%s differs between broker ports 40001 and 40002: a golden resume would run it again", name)
+		}
+		if strings.Contains(body, "40001") {
+			t.Errorf("%s names the broker port", name)
+		}
+	}
+	for _, want := range []string{"20-lockdown.sh", "10-base.sh", "25-packages.sh"} {
+		if _, ok := a[want]; !ok {
+			t.Errorf("the recipe has no %s: the test compares nothing there", want)
+		}
+	}
+}
+
 func TestRenderShellcheck(t *testing.T) {
 	if _, err := exec.LookPath("shellcheck"); err != nil {
 		t.Skip("shellcheck is not installed (scripts/setup.sh installs it)")

@@ -110,8 +110,8 @@ func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox)
 		fmt.Fprintf(h, "package\x00%s\x00", p)
 	}
 	mask := func(body string) string {
-		// First the digests and the heredoc tags made from them (the guard check pins the
-		// rendered ruleset's sha256, which names the broker port), then the box's own values.
+		// First the digests and the heredoc tags made from them (05-box's heredoc of the broker
+		// port file is tagged with its digest), then the box's own values.
 		body = hexRun.ReplaceAllString(body, "\x00hex\x00")
 		if box.ProjectDir != "" {
 			body = strings.ReplaceAll(body, box.ProjectDir, "\x00project\x00")

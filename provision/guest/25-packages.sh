@@ -7,7 +7,13 @@ set -eu
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 MODE={{.Mode}}
-PROXY={{.Proxy}}
+PROXY=''
+if [ "$MODE" = broker ]; then
+	# This box's broker port, from the file 05-box wrote (nft.go says why it is not here).
+	port=$(sed -n 's/^define broker_port = \([1-9][0-9]*\)$/\1/p' {{.BrokerPortFile}} 2>/dev/null) || port=
+	[ -n "$port" ] || { echo "corral: {{.BrokerPortFile}} names no broker port" >&2; exit 1; }
+	PROXY="http://{{.Gateway}}:$port"
+fi
 set -- {{.Packages}}
 
 # Lima goes on to the next provision script when one fails: no apt without the lockdown.

@@ -26,6 +26,8 @@ BOX_USER={{.User}}
 PROJECT_FILE=/etc/corral/project-dir
 RULESET=/etc/corral/lockdown.nft
 RULESET_SHA256={{.RulesetSHA256}}
+# Broker mode: the ruleset includes this box's port from here (05-box writes it at every boot).
+BROKER_PORT_FILE={{.BrokerPortFile}}
 UNIT=/etc/systemd/system/corral-lockdown.service
 UNIT_SHA256={{.UnitSHA256}}
 SUDOERS=/etc/sudoers.d/zz-corral
@@ -66,6 +68,14 @@ check_network() {
 	[ "$(sha256_of "$RULESET")" = "$RULESET_SHA256" ] || fail "lockdown ruleset $RULESET is missing or differs from the rendered one"
 	[ "$(sha256_of "$UNIT")" = "$UNIT_SHA256" ] || fail "boot unit $UNIT is missing or differs from the rendered one"
 	[ -L /etc/systemd/system/sysinit.target.wants/corral-lockdown.service ] || fail "boot unit corral-lockdown.service is not enabled"
+	if [ "$MODE" = broker ]; then
+		# Root's, writable by root only, and one line that names a port and nothing else: the
+		# ruleset reads it as nftables text.
+		[ "$(stat -c '%u %a' "$BROKER_PORT_FILE" 2>/dev/null)" = "0 644" ] || fail "broker port file $BROKER_PORT_FILE is missing, not root's or not mode 0644"
+		if [ "$(grep -c '' "$BROKER_PORT_FILE" 2>/dev/null)" != 1 ] || ! grep -Eqx 'define broker_port = [1-9][0-9]{0,4}' "$BROKER_PORT_FILE"; then
+			fail "broker port file $BROKER_PORT_FILE is not one 'define broker_port = PORT' line"
+		fi
+	fi
 	if ! live=$(nft list ruleset 2>/dev/null); then
 		fail "cannot list the live nftables ruleset"
 		return 0
