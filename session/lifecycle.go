@@ -47,13 +47,7 @@ func renameBox(h home.Home, p *project.Project, cfg *policy.Config, pf **guardPr
 	if err != nil || box == p.Box {
 		return err
 	}
-	if old := *pf; old != nil {
-		go func() {
-			if <-old.done; old.c != nil {
-				old.c.Close()
-			}
-		}()
-	}
+	(*pf).drop()
 	*pf, p.Box = nil, box
 	return nil
 }

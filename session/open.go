@@ -31,17 +31,30 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	if b, ok, err := openCloneDir(ctx, req); ok || err != nil {
 		return b, err
 	}
+	// The guard daemon's report is asked for the box git will most likely name while git runs
+	// (guessBox), and kept only if git names that box.
+	h, herr := home.Resolve(req.Getenv)
+	var pf *guardPrefetch
+	guess := ""
+	if herr == nil {
+		if guess = guessBox(req.Dir); guess != "" {
+			pf = prefetchGuard(ctx, &req, h, guess)
+		}
+	}
 	done := trace.Step("project")
 	p, err := project.Find(ctx, req.Dir)
 	done()
+	if err == nil {
+		err = herr
+	}
 	if err != nil {
+		pf.drop()
 		return nil, err
 	}
-	h, err := home.Resolve(req.Getenv)
-	if err != nil {
-		return nil, err
+	if p.Box != guess {
+		pf.drop()
+		pf = prefetchGuard(ctx, &req, h, p.Box)
 	}
-	pf := prefetchGuard(ctx, &req, h, p.Box)
 	done = trace.Step("config")
 	cfg, err := LoadConfig(ctx, req, policy.LoadOptions{Home: h, TopLevel: p.TopLevel, Box: p.Box})
 	done()
