@@ -200,6 +200,10 @@ while :; do
 	fi
 done
 echo "corral: resumed from a golden state"
+# The build box's Lima was polling for boot.sh's end when its state was saved: that loop (a sudo
+# every 3 s for up to 30 s) goes on in this memory for a host agent that is gone, and takes CPU
+# from this resume. Lima's poll for this box starts only after /run/lima-ssh-ready, below.
+pkill -f 'diff -q /run/lima-boot-done' 2>/dev/null || true
 hwclock --hctosys 2>/dev/null || echo "corral: WARNING: cannot set the clock from the RTC"
 echo "corral: cidata disc $old -> $new, $(blockdev --getsize64 /dev/sr0) bytes"
 echo 1 >/sys/class/block/sr0/device/rescan 2>/dev/null || true
@@ -257,8 +261,6 @@ fi
 if [ "$(cat /etc/corral/mode 2>/dev/null)" = full ]; then
 	CIDATA=/mnt/lima-cidata
 ` + resumeDNS + `fi
-# Lima's readiness probe for the user session may go on; READY waits for boot.sh's end.
-cp /mnt/lima-cidata/meta-data /run/lima-ssh-ready
 if [ "$(cat /etc/corral/mode 2>/dev/null)" != full ]; then
 	# What 30-privdrop does at a boot for the mount and the sudoers entry lima-init rewrote.
 	for d in $BOX_DIRS; do
@@ -278,6 +280,10 @@ for f in /mnt/lima-cidata/provision.system/*; do
 	fi
 done
 sync
+# Only now may Lima's readiness probe for the user session go on. Lima polls it, and then
+# boot.sh's end (/run/lima-boot-done), each every 3 s; written here, just before boot.sh ends,
+# the second poll finds its file at once, and the resume waits for one poll, not two.
+cp /mnt/lima-cidata/meta-data /run/lima-ssh-ready
 echo "corral: golden state adapted to this box"
 exit "$code"
 `
