@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -134,9 +135,13 @@ const BinfmtDir = "/proc/sys/fs/binfmt_misc"
 // qemuBinfmt is the binfmt_misc entry (and the Debian binfmt.d file) of each architecture.
 var qemuBinfmt = map[string]string{ArchAMD64: "qemu-x86_64", ArchARM64: "qemu-aarch64"}
 
+// lookPath finds a program on PATH (tests replace it).
+var lookPath = exec.LookPath
+
 // CheckForeignBuild says what a build of arch on this host lacks: nothing when arch is the
 // host's; otherwise binfmt_misc mounted at dir with arch's QEMU interpreter registered,
-// enabled and with the F flag (mmdebstrap's chroot holds no interpreter of its own).
+// enabled and with the F flag (mmdebstrap's chroot holds no interpreter of its own), and
+// arch-test, which mmdebstrap runs before it builds a foreign architecture.
 func CheckForeignBuild(dir, arch string) error {
 	if err := CheckArch(arch); err != nil {
 		return err
@@ -159,6 +164,9 @@ func CheckForeignBuild(dir, arch string) error {
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if flags, ok := strings.CutPrefix(line, "flags: "); ok && strings.Contains(flags, "F") {
+			if _, err := lookPath("arch-test"); err != nil {
+				return fmt.Errorf("building an %s image: mmdebstrap needs arch-test for a foreign architecture, and it is not on PATH: apt-get install arch-test", arch)
+			}
 			return nil
 		}
 	}

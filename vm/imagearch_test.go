@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,15 +165,26 @@ func TestCheckForeignBuild(t *testing.T) {
 		t.Errorf("riscv64: %v, want ErrArch", err)
 	}
 	dir := t.TempDir()
+	archTest := true
+	lookPath = func(p string) (string, error) {
+		if p == "arch-test" && archTest {
+			return "/usr/bin/arch-test", nil
+		}
+		return "", errors.New("not found")
+	}
+	t.Cleanup(func() { lookPath = exec.LookPath })
 	for _, tc := range []struct {
 		name, status, entry, want string
+		noArchTest                bool
 	}{
-		{"not mounted", "", "", "mount -t binfmt_misc binfmt_misc " + dir},
-		{"not registered", "enabled\n", "", entry + " is not registered"},
-		{"disabled", "enabled\n", "disabled\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: OCF\n", "echo 1 >"},
-		{"no F flag", "enabled\n", "enabled\ninterpreter /usr/bin/qemu-static\nflags: OC\n", "without the F flag"},
-		{"control", "enabled\n", "enabled\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: POCF\noffset 0\n", ""},
+		{"not mounted", "", "", "mount -t binfmt_misc binfmt_misc " + dir, false},
+		{"not registered", "enabled\n", "", entry + " is not registered", false},
+		{"disabled", "enabled\n", "disabled\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: OCF\n", "echo 1 >", false},
+		{"no F flag", "enabled\n", "enabled\ninterpreter /usr/bin/qemu-static\nflags: OC\n", "without the F flag", false},
+		{"no arch-test", "enabled\n", "enabled\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: POCF\n", "apt-get install arch-test", true},
+		{"control", "enabled\n", "enabled\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: POCF\noffset 0\n", "", false},
 	} {
+		archTest = !tc.noArchTest
 		os.Remove(filepath.Join(dir, "status"))
 		os.Remove(filepath.Join(dir, entry))
 		if tc.status != "" {
