@@ -122,11 +122,11 @@ func checkImportMeta(src string, meta Image, entries []exportfile.Entry, vmArch 
 		return fmt.Errorf("%s: image %s: %w", src, meta.Hash, err)
 	}
 	if meta.Arch != vmArch {
-		return fmt.Errorf("%s: image %s is built for %s, but this host's box VMs are %s and run only %s images: %w; export the image of this host's architecture ('git corral image export --arch %s FILE' on a Linux host that built it)",
-			src, meta.Hash, meta.Arch, vmArch, vmArch, ErrArch, vmArch)
+		return fmt.Errorf("%s: image %s is built for %s, but this host's box VMs are %s and run only %s images; export the image of this host's architecture ('git corral image export --arch %s FILE' on a Linux host that built it) (%w)",
+			src, meta.Hash, meta.Arch, vmArch, vmArch, vmArch, ErrArch)
 	}
 	if want := RecipeHashFor(meta.Arch); meta.Hash != want {
-		return fmt.Errorf("%s: image %s (%s) is of a recipe this git corral does not run (it runs recipe %s for %s): %w; export the image from a git corral of this version, or build it here with 'git corral image build'",
+		return fmt.Errorf("%s: image %s (%s) is of a recipe this git corral does not run (it runs recipe %s for %s); export the image from a git corral of this version, or build it here with 'git corral image build' (%w)",
 			src, meta.Hash, meta.Arch, want, meta.Arch, ErrRecipe)
 	}
 	if len(entries) != len(imageFiles) {

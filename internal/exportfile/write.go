@@ -145,6 +145,9 @@ func Write(ctx context.Context, dst, kind string, meta any, root string, entries
 			os.Remove(f.Name())
 		}
 	}()
+	if err := f.Chmod(0o644); err != nil { // a file made to be copied to another host
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
 	hw := &hashingWriter{w: f, h: sha256.New(), on: true}
 	tw := tar.NewWriter(hw)
 	epoch := time.Unix(0, 0)
