@@ -12,7 +12,9 @@ package agents
 //     .version link naming a version;
 //   - whatever fails is deleted (a link is removed, never followed), named in the result
 //     ("NAME@VERSION" for an entry, its path under the store for anything else) and its reason
-//     written to progress.
+//     written to progress;
+//   - the same checks judge a store about to be exported and one staged by an import
+//     (export.go), refusing at the first failure instead of deleting anything.
 
 import (
 	"context"
@@ -36,6 +38,10 @@ type verifier struct {
 	store    string
 	progress io.Writer
 	deleted  []string
+	// refuse makes the first failure an error wrapping ErrTampered and deletes nothing; it also
+	// refuses an entry built for another platform than the store's (export.go).
+	refuse   bool
+	platform Platform
 }
 
 // Verify rechecks the whole store: every entry (Node runtimes included) against its manifest
@@ -49,11 +55,17 @@ func (s *Store) Verify(ctx context.Context, progress io.Writer) ([]string, error
 	}
 	defer unlock()
 	v := &verifier{store: StoreDir(s.home), progress: progress}
+	err = s.verifyTree(ctx, v)
+	return v.deleted, err
+}
+
+// verifyTree runs every check of Verify on v.store.
+func (s *Store) verifyTree(ctx context.Context, v *verifier) error {
 	top, err := os.ReadDir(v.store)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	} else if err != nil {
-		return nil, fmt.Errorf("verify agents: %w", err)
+		return fmt.Errorf("verify agents: %w", err)
 	}
 	var entries []string // store/<name> directories: every agent's, and node
 	for _, a := range s.agents {
@@ -64,16 +76,16 @@ func (s *Store) Verify(ctx context.Context, progress io.Writer) ([]string, error
 	for _, e := range top {
 		if !slices.Contains(known, e.Name()) {
 			if err := v.remove(e.Name(), e.Name(), "git corral puts no such thing in the store"); err != nil {
-				return v.deleted, err
+				return err
 			}
 		}
 	}
 	for _, name := range entries {
 		if err := v.entries(ctx, name); err != nil {
-			return v.deleted, err
+			return err
 		}
 	}
-	return v.deleted, s.verifyLaunchers(v)
+	return s.verifyLaunchers(v)
 }
 
 // entries checks store/<name>: a real directory holding only verified version directories.
@@ -98,6 +110,8 @@ func (v *verifier) entries(ctx context.Context, name string) error {
 		}
 		rel := name + "/" + e.Name()
 		switch {
+		case strings.HasPrefix(e.Name(), ".stage-") && v.refuse:
+			// never exported, never installed from an import
 		case strings.HasPrefix(e.Name(), ".stage-"):
 			os.RemoveAll(filepath.Join(v.store, rel)) // under the lock no install owns it
 		case validVersion(e.Name()) != nil || !e.IsDir():
@@ -105,7 +119,17 @@ func (v *verifier) entries(ctx context.Context, name string) error {
 				return err
 			}
 		default:
-			if _, err := checkEntry(filepath.Join(v.store, rel), true); err != nil {
+			m, err := checkEntry(filepath.Join(v.store, rel), true)
+			if err == nil && v.refuse && m.Platform != v.platform {
+				err = fmt.Errorf("built for %s guests, not %s", m.Platform, v.platform)
+			}
+			if err != nil && v.refuse {
+				if !errors.Is(err, ErrTampered) {
+					err = fmt.Errorf("%w: %w", err, ErrTampered)
+				}
+				return fmt.Errorf("%s@%s: %w", name, e.Name(), err)
+			}
+			if err != nil {
 				if err := v.remove(rel, name+"@"+e.Name(), err.Error()); err != nil {
 					return err
 				}
@@ -118,6 +142,9 @@ func (v *verifier) entries(ctx context.Context, name string) error {
 // remove deletes rel (under the store; a link itself, never its target), records it as what
 // and says why.
 func (v *verifier) remove(rel, what, why string) error {
+	if v.refuse {
+		return fmt.Errorf("%s: %s: %w", what, why, ErrTampered)
+	}
 	say(v.progress, "%s: %s: deleting it", what, why)
 	if err := os.RemoveAll(filepath.Join(v.store, filepath.FromSlash(rel))); err != nil {
 		return fmt.Errorf("verify agents: remove %q: %w", filepath.Join(v.store, rel), err)
@@ -149,6 +176,8 @@ func (s *Store) verifyLaunchers(v *verifier) error {
 		problem := s.launcherProblem(fd, a)
 		if problem == "" {
 			good[a.Name], good[a.Name+".version"] = true, true
+		} else if problem != "absent" && v.refuse {
+			return fmt.Errorf("bin/%s: %s: %w", a.Name, problem, ErrTampered)
 		} else if problem != "absent" {
 			for _, n := range []string{a.Name, a.Name + ".version"} {
 				good[n] = true // named below, with the reason

@@ -68,8 +68,8 @@ func checkImage(ctx context.Context, h home.Home, req Request, opts policy.LoadO
 	if cfg.Image == "" {
 		return nil
 	}
-	_, err := vm.FindImageFor(vm.ImageDirs(h.Images(), os.Getenv), cfg.Image)
-	if !errors.Is(err, vm.ErrUnknownImage) {
+	_, err := vm.FindImageFor(vm.ImageDirs(h.Images(), os.Getenv), cfg.Image, vm.HostArch())
+	if !errors.Is(err, vm.ErrUnknownImage) && !errors.Is(err, vm.ErrArch) {
 		return nil // another problem (no image at all) is Ensure's to report
 	}
 	origin := "the configuration"

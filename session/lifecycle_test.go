@@ -79,11 +79,11 @@ func TestImageKey(t *testing.T) {
 	for _, f := range []string{vm.ImageDisk, vm.ImageKernel, vm.ImageInitrd} {
 		must(t, os.WriteFile(filepath.Join(img, f), nil, 0o600))
 	}
-	must(t, os.WriteFile(filepath.Join(img, "image.json"), []byte(`{"hash":"0123456789abcdef"}`), 0o600))
+	must(t, os.WriteFile(filepath.Join(img, "image.json"), []byte(`{"hash":"0123456789abcdef","arch":"`+vm.HostArch()+`"}`), 0o600))
 	must(t, os.WriteFile(filepath.Join(h.Dir, "config.toml"), []byte("# trusted\nimage = \"nosuch\"\n"), 0o600))
 	repo := hermeticIdentity(t, "")
 	opts := policy.LoadOptions{Home: h, TopLevel: repo, Box: "repo-abc123"}
-	got, err := vm.FindImageFor(vm.ImageDirs(h.Images(), os.Getenv), "0123456789abcdef")
+	got, err := vm.FindImageFor(vm.ImageDirs(h.Images(), os.Getenv), "0123456789abcdef", vm.HostArch())
 	if err != nil || got.Dir != img {
 		t.Fatalf("known image: %+v, %v", got, err)
 	}

@@ -48,7 +48,7 @@ func fakeHome(t *testing.T) (home.Home, []string) {
 	for _, f := range []string{ImageDisk, ImageKernel, ImageInitrd} {
 		writeTestFile(t, filepath.Join(img, f), "")
 	}
-	writeTestFile(t, filepath.Join(img, imageMeta), fmt.Sprintf(`{"hash":%q}`, RecipeHash()))
+	writeTestFile(t, filepath.Join(img, imageMeta), fmt.Sprintf(`{"hash":%q,"arch":%q}`, RecipeHash(), HostArch()))
 	writeTestFile(t, h.KVMProbe(), fmt.Sprintf(`{"usable":false,"reason":"test","bootId":%q}`, bootID()))
 	limactl := filepath.Join(root, "limactl")
 	writeTestFile(t, limactl, fakeLimactl)

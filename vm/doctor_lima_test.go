@@ -30,14 +30,14 @@ func TestCheckLimactlPatches(t *testing.T) {
 		}
 		return ""
 	}
-	c := checkLimactl(context.Background(), getenv)
+	c := checkLimactl(context.Background(), getenv, ArchAMD64)
 	if c.Status != CheckWarn || !strings.Contains(c.Detail, "patches") || c.Fix != "make lima" {
 		t.Fatalf("without the patch record: %+v, want a warning naming the patches and make lima", c)
 	}
 	if err := os.WriteFile(filepath.Join(prefix, "share/lima", LimaPatchesFile), []byte("abc\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if c := checkLimactl(context.Background(), getenv); c.Status != CheckOK {
+	if c := checkLimactl(context.Background(), getenv, ArchAMD64); c.Status != CheckOK {
 		t.Fatalf("with the patch record (control): %+v, want ok", c)
 	}
 }

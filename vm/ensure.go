@@ -71,7 +71,7 @@ type Rendered struct {
 
 // RenderBox renders and validates spec's template the way Ensure would, with tcg as given.
 func (m *Manager) RenderBox(ctx context.Context, spec BoxSpec, tcg bool) (Rendered, error) {
-	img, err := FindImageFor(ImageDirs(m.Home.Images(), os.Getenv), spec.Config.Image)
+	img, err := FindImageFor(ImageDirs(m.Home.Images(), os.Getenv), spec.Config.Image, HostArch())
 	if err != nil {
 		return Rendered{}, err
 	}
@@ -147,7 +147,7 @@ func (m *Manager) Ensure(ctx context.Context, spec BoxSpec) (Status, error) {
 			if meta.TCG && spec.Notice != nil {
 				spec.Notice("the box runs under software emulation (TCG, KVM not usable here) and is slower")
 			}
-		} else if img, err := FindImageFor(ImageDirs(m.Home.Images(), os.Getenv), spec.Config.Image); err == nil {
+		} else if img, err := FindImageFor(ImageDirs(m.Home.Images(), os.Getenv), spec.Config.Image, HostArch()); err == nil {
 			m.DecideTCG(ctx, img, spec.Notice)
 		}
 	default:
@@ -200,7 +200,7 @@ func (m *Manager) askCreate(spec BoxSpec) (Image, error) {
 	if !spec.Create {
 		return Image{}, fmt.Errorf("%w: %s", ErrNoBox, spec.Box)
 	}
-	img, err := FindImageFor(ImageDirs(m.Home.Images(), os.Getenv), spec.Config.Image)
+	img, err := FindImageFor(ImageDirs(m.Home.Images(), os.Getenv), spec.Config.Image, HostArch())
 	if err != nil {
 		return Image{}, err
 	}

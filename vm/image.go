@@ -48,7 +48,12 @@ type Image struct {
 	Bytes int64 `json:"bytes"`
 	// Built is when the build finished.
 	Built time.Time `json:"built"`
-	// Current is true when Hash is this binary's recipe.
+	// Arch is the architecture the image was built for (amd64, arm64; imagearch.go).
+	Arch string `json:"arch"`
+	// ArchFrom, for metadata that records no arch, says how Arch was decided (the kernel's
+	// header) or why it could not be. Never written.
+	ArchFrom string `json:"archFrom,omitempty"`
+	// Current is true when Hash is this binary's recipe for Arch.
 	Current bool `json:"current"`
 }
 
@@ -57,10 +62,15 @@ func (i Image) Disk() string   { return filepath.Join(i.Dir, ImageDisk) }
 func (i Image) Kernel() string { return filepath.Join(i.Dir, ImageKernel) }
 func (i Image) Initrd() string { return filepath.Join(i.Dir, ImageInitrd) }
 
-// RecipeHash is the hash of the embedded image recipe: every file's path and content, in path
-// order. A changed script, package list or lima-init file gives a new image.
-func RecipeHash() string {
+// RecipeHash is the recipe hash of an image for this host's own architecture.
+func RecipeHash() string { return RecipeHashFor(HostArch()) }
+
+// RecipeHashFor is the hash of the embedded image recipe built for arch: the architecture, then
+// every file's path and content, in path order. A changed script, package list or lima-init file,
+// or another architecture, gives a new image.
+func RecipeHashFor(arch string) string {
 	h := sha256.New()
+	fmt.Fprintf(h, "arch\x00%s\x00", arch)
 	var paths []string
 	_ = fs.WalkDir(recipeFS, "imagerecipe", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -92,20 +102,22 @@ func ImageDirs(userDir string, getenv func(string) string) []string {
 // ErrNoImage is returned when no image of the current recipe is built.
 var ErrNoImage = errors.New("no base image of the current recipe is built")
 
-// FindImage returns the image of the current recipe from the first directory that has it.
-func FindImage(dirs []string) (Image, error) {
-	want := RecipeHash()
+// FindImage returns the image of the current recipe for arch from the first directory that has
+// it.
+func FindImage(dirs []string, arch string) (Image, error) {
+	want := RecipeHashFor(arch)
 	for _, d := range dirs {
-		if img, err := readImage(filepath.Join(d, want)); err == nil {
+		if img, err := readImage(filepath.Join(d, want)); err == nil && img.Arch == arch {
 			return img, nil
 		}
 	}
-	return Image{}, fmt.Errorf("%w (recipe %s; looked in %s)", ErrNoImage, want, strings.Join(dirs, ", "))
+	return Image{}, fmt.Errorf("%w for %s (recipe %s; looked in %s)", ErrNoImage, arch, want, strings.Join(dirs, ", "))
 }
 
-// readImage checks that dir holds a complete image and reads its metadata.
+// readImage checks that dir holds a complete image and reads its metadata. Metadata without an
+// arch (written before images had one) gets the one its kernel's header proves (legacyArch).
 func readImage(dir string) (Image, error) {
-	img := Image{Hash: filepath.Base(dir), Dir: dir, Current: filepath.Base(dir) == RecipeHash()}
+	img := Image{Hash: filepath.Base(dir), Dir: dir}
 	b, err := os.ReadFile(filepath.Join(dir, imageMeta))
 	if err != nil {
 		return Image{}, err
@@ -113,12 +125,16 @@ func readImage(dir string) (Image, error) {
 	if err := json.Unmarshal(b, &img); err != nil {
 		return Image{}, fmt.Errorf("read %s: %w", filepath.Join(dir, imageMeta), err)
 	}
-	img.Dir, img.Current = dir, img.Hash == RecipeHash()
+	img.Dir, img.ArchFrom = dir, ""
 	for _, f := range []string{ImageDisk, ImageKernel, ImageInitrd} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			return Image{}, err
 		}
 	}
+	if img.Arch == "" {
+		legacyArch(&img)
+	}
+	img.Current = img.Arch != "" && img.Hash == RecipeHashFor(img.Arch)
 	return img, nil
 }
 
@@ -142,8 +158,8 @@ func ListImages(dirs []string) ([]Image, error) {
 	return out, nil
 }
 
-// PruneImages deletes every image in dir that is not of the current recipe, and leftovers of
-// interrupted builds. It returns what it removed.
+// PruneImages deletes every image in dir that is not of the current recipe (for any
+// architecture), and leftovers of interrupted builds. It returns what it removed.
 func PruneImages(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -152,9 +168,13 @@ func PruneImages(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prune images in %s: %w", dir, err)
 	}
+	keep := map[string]bool{debCacheDir: true}
+	for _, a := range ImageArches {
+		keep[RecipeHashFor(a)] = true
+	}
 	var removed []string
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == RecipeHash() || e.Name() == debCacheDir {
+		if !e.IsDir() || keep[e.Name()] {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -169,19 +189,27 @@ func PruneImages(dir string) ([]string, error) {
 // debCacheDir keeps downloaded .deb files between builds, inside the image directory.
 const debCacheDir = ".debs"
 
-// BuildImage builds the current recipe's image into dir/<hash> (unless it is already there and
-// force is false), reporting phases to p and the build's own output to log. It needs root
-// (mmdebstrap, chroot).
-func BuildImage(ctx context.Context, dir string, force bool, p *Progress, log io.Writer) (Image, error) {
-	hash := RecipeHash()
+// BuildImage builds the current recipe's image for arch into dir/<hash> (unless it is already
+// there and force is false), reporting phases to p and the build's own output to log. It needs
+// root (mmdebstrap, chroot) and, for another architecture than the host's, QEMU user emulation
+// (CheckForeignBuild).
+func BuildImage(ctx context.Context, dir, arch string, force bool, p *Progress, log io.Writer) (Image, error) {
+	if err := CheckArch(arch); err != nil {
+		return Image{}, err
+	}
+	hash := RecipeHashFor(arch)
 	final := filepath.Join(dir, hash)
-	if img, err := readImage(final); err == nil && !force {
+	if img, err := readImage(final); err == nil && img.Arch == arch && !force {
 		return img, nil
 	}
 	if os.Geteuid() != 0 {
 		return Image{}, errors.New("building the base image needs root (mmdebstrap and chroot)")
 	}
-	if err := os.MkdirAll(filepath.Join(dir, debCacheDir), 0o755); err != nil {
+	if err := CheckForeignBuild(BinfmtDir, arch); err != nil {
+		return Image{}, err
+	}
+	debs := filepath.Join(dir, debCacheDir, arch)
+	if err := os.MkdirAll(debs, 0o755); err != nil {
 		return Image{}, fmt.Errorf("create image directory %s: %w", dir, err)
 	}
 	work, err := os.MkdirTemp(dir, ".build-"+hash+"-")
@@ -194,10 +222,10 @@ func BuildImage(ctx context.Context, dir string, force bool, p *Progress, log io
 		return Image{}, err
 	}
 	out := filepath.Join(work, "out")
-	if err := runRecipe(ctx, recipe, out, filepath.Join(dir, debCacheDir), p, log); err != nil {
+	if err := runRecipe(ctx, recipe, out, debs, arch, p, log); err != nil {
 		return Image{}, err
 	}
-	return finishImage(out, final, hash)
+	return finishImage(out, final, hash, arch)
 }
 
 // writeRecipe copies the embedded recipe to dir.
@@ -219,9 +247,9 @@ func writeRecipe(dir string) error {
 }
 
 // runRecipe runs build-image.sh, turning its PHASE lines into progress phases.
-func runRecipe(ctx context.Context, recipe, out, debs string, p *Progress, log io.Writer) error {
+func runRecipe(ctx context.Context, recipe, out, debs, arch string, p *Progress, log io.Writer) error {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(recipe, "build-image.sh"))
-	cmd.Env = append(os.Environ(), "OUT="+out, "DEBS="+debs, "DEBIAN_FRONTEND=noninteractive")
+	cmd.Env = append(os.Environ(), "OUT="+out, "DEBS="+debs, "ARCH="+arch, "DEBIAN_FRONTEND=noninteractive")
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	done := make(chan struct{})
@@ -247,14 +275,18 @@ func runRecipe(ctx context.Context, recipe, out, debs string, p *Progress, log i
 }
 
 // finishImage writes the metadata and moves the finished build into place atomically.
-func finishImage(out, final, hash string) (Image, error) {
-	img := Image{Hash: hash, Built: time.Now().UTC().Truncate(time.Second), Current: true}
+func finishImage(out, final, hash, arch string) (Image, error) {
+	img := Image{Hash: hash, Arch: arch, Built: time.Now().UTC().Truncate(time.Second), Current: true}
 	for _, f := range []string{ImageDisk, ImageKernel, ImageInitrd} {
 		fi, err := os.Stat(filepath.Join(out, f))
 		if err != nil {
 			return Image{}, fmt.Errorf("build image: missing output: %w", err)
 		}
 		img.Bytes += fi.Size()
+	}
+	// the recipe installs linux-image-<arch>: prove it did, from the kernel's own header
+	if got, err := kernelArch(filepath.Join(out, ImageKernel)); err != nil || got != arch {
+		return Image{}, fmt.Errorf("build image for %s: the kernel built is not one (%q, %v)", arch, got, err)
 	}
 	os.RemoveAll(filepath.Join(out, "debs"))
 	b, _ := json.MarshalIndent(img, "", "  ")

@@ -39,7 +39,7 @@ func fakeImage(t *testing.T, dir, hash string, complete bool) string {
 			t.Fatal(err)
 		}
 	}
-	b, _ := json.Marshal(Image{Hash: hash, Bytes: 3, Built: time.Unix(0, 0).UTC()})
+	b, _ := json.Marshal(Image{Hash: hash, Arch: HostArch(), Bytes: 3, Built: time.Unix(0, 0).UTC()})
 	if err := os.WriteFile(filepath.Join(d, imageMeta), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +49,13 @@ func fakeImage(t *testing.T, dir, hash string, complete bool) string {
 func TestFindListPruneImages(t *testing.T) {
 	user, sys := t.TempDir(), t.TempDir()
 	dirs := []string{user, sys}
-	if _, err := FindImage(dirs); err == nil || !strings.Contains(err.Error(), RecipeHash()) {
+	if _, err := FindImage(dirs, HostArch()); err == nil || !strings.Contains(err.Error(), RecipeHash()) {
 		t.Fatalf("FindImage with nothing built = %v, want ErrNoImage naming the recipe", err)
 	}
 	fakeImage(t, user, RecipeHash(), false) // incomplete: no initrd
 	want := fakeImage(t, sys, RecipeHash(), true)
 	old := fakeImage(t, user, "0000000000000000", true)
-	img, err := FindImage(dirs)
+	img, err := FindImage(dirs, HostArch())
 	if err != nil || img.Dir != want || !img.Current {
 		t.Fatalf("FindImage = %+v, %v; want the complete image in %s", img, err, want)
 	}
@@ -76,7 +76,7 @@ func TestBuildImageNeedsRoot(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("as root the build would really run (mmdebstrap); covered by scripts/setup.sh")
 	}
-	_, err := BuildImage(t.Context(), t.TempDir(), false, nil, nil)
+	_, err := BuildImage(t.Context(), t.TempDir(), HostArch(), false, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "root") {
 		t.Fatalf("BuildImage as a user = %v, want a refusal naming root", err)
 	}

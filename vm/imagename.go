@@ -9,13 +9,14 @@ import (
 // ErrUnknownImage is wrapped when the `image` key names no image `git corral image list` shows.
 var ErrUnknownImage = errors.New("no such base image")
 
-// FindImageFor returns the image a box of cfgImage (the `image` key) boots: the current
-// recipe's when empty (FindImage), otherwise the image of that name (its hash, as `git corral
-// image list` prints it) from the first directory that has it, or an error wrapping
-// ErrUnknownImage that lists the names there are.
-func FindImageFor(dirs []string, cfgImage string) (Image, error) {
+// FindImageFor returns the image a box of cfgImage (the `image` key) boots on a VM of arch:
+// the current recipe's for arch when empty (FindImage), otherwise the image of that name (its
+// hash, as `git corral image list` prints it) from the first directory that has it, or an
+// error wrapping ErrUnknownImage that lists the names there are. A named image of another
+// architecture is refused (CheckImageArch).
+func FindImageFor(dirs []string, cfgImage, arch string) (Image, error) {
 	if cfgImage == "" {
-		return FindImage(dirs)
+		return FindImage(dirs, arch)
 	}
 	all, err := ListImages(dirs)
 	if err != nil {
@@ -24,7 +25,7 @@ func FindImageFor(dirs []string, cfgImage string) (Image, error) {
 	var names []string
 	for _, img := range all {
 		if img.Hash == cfgImage {
-			return img, nil
+			return img, CheckImageArch(img, arch)
 		}
 		names = append(names, img.Hash)
 	}

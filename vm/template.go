@@ -56,8 +56,15 @@ type TemplateOptions struct {
 	Agents AgentMounts
 }
 
-// kernelCmdline boots the recipe's bare ext4 root filesystem directly.
-const kernelCmdline = "root=/dev/vda rw console=ttyS0 net.ifnames=0"
+// kernelCmdline boots the recipe's bare ext4 root filesystem directly, with the serial console
+// of the guest architecture (QEMU's x86 ttyS0, the arm64 virt machine's PL011 ttyAMA0).
+func kernelCmdline(arch string) string {
+	console := "ttyS0"
+	if arch == "aarch64" {
+		console = "ttyAMA0"
+	}
+	return "root=/dev/vda rw console=" + console + " net.ifnames=0"
+}
 
 // Render builds the box's Lima template from Lima's own types. It never interpolates text into
 // YAML: every value goes into a typed field and Lima's marshaller quotes it.
@@ -92,7 +99,9 @@ func Render(o TemplateOptions) (*limayaml.LimaYAML, error) {
 	case HostLinux:
 		y.VMType = ptr(limayaml.QEMU)
 		y.MountType = ptr(o.MountType)
-		y.Firmware = limayaml.Firmware{LegacyBIOS: ptr(true)}
+		if o.Arch == "x86_64" { // an arm64 guest boots through UEFI (qemu-efi-aarch64)
+			y.Firmware = limayaml.Firmware{LegacyBIOS: ptr(true)}
+		}
 		if o.TCG {
 			y.CPUType = limayaml.CPUType{o.Arch: "max"}
 		}
@@ -138,6 +147,11 @@ func checkOptions(o TemplateOptions) error {
 			errs = append(errs, fmt.Errorf("render template: %s %q contains a newline or NUL", name, v))
 		}
 	}
+	// The image's recorded architecture, never a label derived from the host, decides whether
+	// this VM can boot it (imagearch.go).
+	if limaArch(o.Image.Arch) != o.Arch {
+		errs = append(errs, fmt.Errorf("render template: %w", CheckImageArch(o.Image, archFromLima(o.Arch))))
+	}
 	errs = append(errs, checkGitMounts(o)...)
 	if o.HostOS == HostLinux && o.MountType != limayaml.NINEP && o.MountType != limayaml.REVSSHFS && o.MountType != limayaml.VIRTIOFS {
 		errs = append(errs, fmt.Errorf("render template: mount type %q is not 9p, reverse-sshfs or virtiofs", o.MountType))
@@ -158,12 +172,24 @@ func checkOptions(o TemplateOptions) error {
 	return errors.Join(errs...)
 }
 
-// image is the locally built image: disk, kernel and initrd booted directly.
+// image is the locally built image: disk, kernel and initrd booted directly, each labelled with
+// the architecture the image records.
 func image(o TemplateOptions) limayaml.Image {
-	img := limayaml.Image{File: limayaml.File{Location: o.Image.Disk(), Arch: o.Arch}}
-	img.Kernel = &limayaml.Kernel{File: limayaml.File{Location: o.Image.Kernel(), Arch: o.Arch}, Cmdline: kernelCmdline}
-	img.Initrd = &limayaml.File{Location: o.Image.Initrd(), Arch: o.Arch}
+	arch := limaArch(o.Image.Arch)
+	img := limayaml.Image{File: limayaml.File{Location: o.Image.Disk(), Arch: arch}}
+	img.Kernel = &limayaml.Kernel{File: limayaml.File{Location: o.Image.Kernel(), Arch: arch}, Cmdline: kernelCmdline(arch)}
+	img.Initrd = &limayaml.File{Location: o.Image.Initrd(), Arch: arch}
 	return img
+}
+
+// archFromLima is the image architecture of a Lima arch name, or the name itself.
+func archFromLima(a string) string {
+	for _, arch := range ImageArches {
+		if limaArch(arch) == a {
+			return arch
+		}
+	}
+	return a
 }
 
 // provisionEntries turns the bundle into Lima provision entries, in order.

@@ -107,11 +107,53 @@ func TestValidateForHostRefuses(t *testing.T) {
 	}
 }
 
+// TestRenderRefusesImageOfAnotherArch: the template's arch check compares the image's recorded
+// architecture with the VM's: a darwin/arm64 render of an amd64 image is refused, as is a
+// linux/amd64 render of an arm64 image and an image recording none, each naming the image,
+// both architectures and the fix; the control, the image of the VM's own arch, renders.
+func TestRenderRefusesImageOfAnotherArch(t *testing.T) {
+	for _, tc := range []struct {
+		name, hostOS, vm, image string
+		want                    []string
+	}{
+		{"darwin arm64 vm, amd64 image", HostDarwin, "arm64", "amd64", []string{"built for amd64", "VM is arm64", "--arch arm64", "0123456789abcdef"}},
+		{"linux amd64 vm, arm64 image", HostLinux, "amd64", "arm64", []string{"built for arm64", "VM is amd64", "--arch amd64"}},
+		{"darwin arm64 vm, no recorded arch", HostDarwin, "arm64", "", []string{"records no architecture", "--arch arm64"}},
+		{"control: darwin arm64 vm, arm64 image", HostDarwin, "arm64", "arm64", nil},
+		{"control: linux amd64 vm, amd64 image", HostLinux, "amd64", "amd64", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions(t, tc.hostOS)
+			o.Arch, o.Image.Arch, o.Image.Hash = limayaml.NewArch(tc.vm), tc.image, "0123456789abcdef"
+			y, err := Render(o)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Render = %v, want the image of the VM's arch accepted", err)
+				}
+				for _, f := range []*limayaml.File{&y.Images[0].File, &y.Images[0].Kernel.File, y.Images[0].Initrd} {
+					if f.Arch != limayaml.NewArch(tc.image) {
+						t.Errorf("image file %s labelled %q, want the image's %q", f.Location, f.Arch, tc.image)
+					}
+				}
+				return
+			}
+			if !errors.Is(err, ErrArch) {
+				t.Fatalf("Render = %v, want ErrArch", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
 // renderFor renders and marshals the test template for hostOS on goarch, as ensure.go does.
 func renderFor(t *testing.T, hostOS, goarch string, edit func(*TemplateOptions)) []byte {
 	t.Helper()
 	o := testOptions(t, hostOS)
-	o.Arch = limayaml.NewArch(goarch)
+	o.Arch, o.Image.Arch = limayaml.NewArch(goarch), goarch
 	if edit != nil {
 		edit(&o)
 	}

@@ -36,7 +36,7 @@ func testOptions(t *testing.T, hostOS string) TemplateOptions {
 	cfg.Network = policy.NetworkFull // the goldens' base case; each other mode says so
 	return TemplateOptions{
 		HostOS: hostOS, Arch: "x86_64", ProjectDir: testProject(t), Config: cfg, Bundle: testBundle(),
-		Image: Image{Dir: "/var/cache/git-corral/images/0123456789abcdef"}, MountType: limayaml.NINEP, TCG: true,
+		Image: Image{Dir: "/var/cache/git-corral/images/0123456789abcdef", Arch: ArchAMD64}, MountType: limayaml.NINEP, TCG: true,
 	}
 }
 

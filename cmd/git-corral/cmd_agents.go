@@ -19,7 +19,7 @@ import (
 )
 
 // agentsVerbs are the verbs of git corral agents.
-var agentsVerbs = []string{"list", "install", "update", "login", "logins", "logout", "verify"}
+var agentsVerbs = []string{"list", "install", "update", "login", "logins", "logout", "verify", "export", "import"}
 
 func defineAgents(fs *pflag.FlagSet) runFunc {
 	jsonOut := fs.Bool("json", false, "print one JSON document")
@@ -32,7 +32,7 @@ func defineAgents(fs *pflag.FlagSet) runFunc {
 		if len(args) > 0 {
 			verb, args = args[0], args[1:]
 		}
-		want := map[string]int{"list": 0, "verify": 0, "logins": 0, "install": 1, "update": 1, "login": 1, "logout": 1}
+		want := map[string]int{"list": 0, "verify": 0, "logins": 0, "install": 1, "update": 1, "login": 1, "logout": 1, "export": 1, "import": 1}
 		n, ok := want[verb]
 		if !ok {
 			return usageErrorf("agents", "unknown agents verb %q (%s)", verb, strings.Join(agentsVerbs, ", "))
@@ -47,7 +47,7 @@ func defineAgents(fs *pflag.FlagSet) runFunc {
 			return usageErrorf("agents", "--as goes with agents login and logout --host, --import with login, --host with logout")
 		}
 		var agent agents.Agent
-		if n == 1 {
+		if n == 1 && verb != "export" && verb != "import" {
 			var err error
 			if agent, err = agents.Lookup(args[0]); err != nil {
 				return withCode(exitUsage, err, "run 'git corral agents' for the catalogue")
@@ -74,6 +74,10 @@ func defineAgents(fs *pflag.FlagSet) runFunc {
 			return a.agentsLogout(ctx, h, agent, *jsonOut)
 		case "verify":
 			return a.agentsVerify(ctx, s, *jsonOut)
+		case "export":
+			return a.agentsExport(ctx, s, args[0])
+		case "import":
+			return a.agentsImport(ctx, s, args[0])
 		}
 		return a.agentsList(s, *jsonOut)
 	}
@@ -277,6 +281,32 @@ func (a *app) agentsVerify(ctx context.Context, s *agents.Store, jsonOut bool) e
 	if len(deleted) > 0 {
 		return withHint(fmt.Errorf("the agent store held what git corral did not install (entries that do not match their manifests, links that leave their package, files or launchers it never wrote); deleted: %s", strings.Join(deleted, ", ")),
 			"run 'git corral agents install NAME' to fetch and verify them again")
+	}
+	return nil
+}
+
+// agentsExport writes the checked store to file.
+func (a *app) agentsExport(ctx context.Context, s *agents.Store, file string) error {
+	names, err := s.Export(ctx, file)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "exported %s from %s\n", strings.Join(names, ", "), s.Dir())
+	fmt.Fprintf(a.stdout, "%s\n", file)
+	return nil
+}
+
+// agentsImport checks file and installs its entries into the store.
+func (a *app) agentsImport(ctx context.Context, s *agents.Store, file string) error {
+	installed, present, err := s.Import(ctx, file, prefixed{a.stderr})
+	if err != nil {
+		return withHint(err, "nothing was installed from "+file)
+	}
+	if len(installed) > 0 {
+		fmt.Fprintf(a.stdout, "installed %s into %s\n", strings.Join(installed, ", "), s.Dir())
+	}
+	if len(present) > 0 {
+		fmt.Fprintf(a.stdout, "already in the store: %s\n", strings.Join(present, ", "))
 	}
 	return nil
 }

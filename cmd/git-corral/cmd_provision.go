@@ -116,9 +116,9 @@ func (a *app) writeRendered(ctx context.Context, dir string, b provision.Bundle,
 // session.CheckMounts passed, checked by Lima's own validator. Without a built base image the
 // template names where the image will be.
 func (a *app) writeTemplate(ctx context.Context, dir, userImages, top string, gitMounts []string, cfg *policy.Config, b provision.Bundle, extra []vm.ExtraMount, agents vm.AgentMounts) error {
-	img, err := vm.FindImage(vm.ImageDirs(userImages, a.getenv))
+	img, err := vm.FindImage(vm.ImageDirs(userImages, a.getenv), vm.HostArch())
 	if err != nil {
-		img = vm.Image{Hash: vm.RecipeHash(), Dir: filepath.Join(vm.SystemImageDir, vm.RecipeHash())}
+		img = vm.Image{Hash: vm.RecipeHash(), Arch: vm.HostArch(), Dir: filepath.Join(vm.SystemImageDir, vm.RecipeHash())}
 	}
 	y, err := vm.Render(vm.TemplateOptions{
 		HostOS: runtime.GOOS, Arch: limayaml.NewArch(runtime.GOARCH), ProjectDir: top, GitMounts: gitMounts, Config: cfg,

@@ -126,7 +126,7 @@ func inheritedRun(t *testing.T, dir, secret, user string) {
 	}
 	img := filepath.Join(home, ".corral", "images", vm.RecipeHash())
 	mustMkdir(t, img)
-	os.WriteFile(filepath.Join(img, "image.json"), []byte(`{"hash":"`+vm.RecipeHash()+`"}`), 0o644)
+	os.WriteFile(filepath.Join(img, "image.json"), []byte(`{"hash":"`+vm.RecipeHash()+`","arch":"`+vm.HostArch()+`"}`), 0o644)
 	for _, f := range []string{vm.ImageDisk, vm.ImageKernel, vm.ImageInitrd} {
 		os.WriteFile(filepath.Join(img, f), nil, 0o644)
 	}

@@ -5,13 +5,23 @@
 # "PHASE name" lines this script prints for its progress display.
 # Output (in $OUT):
 #   debian-12-lima.qcow2   root filesystem: a bare ext4 filesystem (no partition table), as qcow2
-#   vmlinuz                kernel taken from the rootfs (linux-image-amd64)
+#   vmlinuz                kernel taken from the rootfs (linux-image-$ARCH)
 #   initrd.img             small initramfs built inside the rootfs (MODULES=list: virtio_pci, virtio_blk, ext4)
 # INIT=cloud-init|lima-init chooses what reads Lima's cidata ISO in the guest (see below).
+# ARCH=amd64|arm64 is the image's architecture (git corral passes it; its recipe hash covers it).
+# Another architecture than the host's runs through QEMU user emulation: mmdebstrap and every
+# chroot below need qemu-user-static registered with binfmt_misc (flag F), which git corral
+# checks before it starts.
 # Needs: root, mmdebstrap, e2fsprogs (mkfs.ext4 -d), qemu-utils, access to a Debian mirror.
 set -euo pipefail
 
 OUT=${OUT:?OUT must name the output directory}
+ARCH=${ARCH:-amd64}
+case "$ARCH" in
+  amd64) CRC_MODULES=(crc32c_generic crc32c_intel) ;;
+  arm64) CRC_MODULES=(crc32c_generic) ;;
+  *) echo "ARCH=$ARCH: not amd64 or arm64" >&2; exit 2 ;;
+esac
 # the machine's own Debian mirror (first URIs: line of its deb822 apt sources)
 MIRROR=${MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)}
 SUITE=${SUITE:-bookworm}
@@ -40,7 +50,7 @@ PKGS=(
   sshfs fuse3                                      # reverse-sshfs mounts (else Lima tries apt-get install sshfs)
   ca-certificates git less                         # what the product's agents need
   curl build-essential python3 ripgrep jq          # what coding agents expect to find (issue 23)
-  linux-image-amd64                                # modules in /lib/modules + initramfs (kernel is booted directly)
+  "linux-image-$ARCH"                              # modules in /lib/modules + initramfs (kernel is booted directly)
 )
 
 mkdir -p "$OUT"
@@ -55,7 +65,7 @@ if [ ! -e "$ROOTFS/.debootstrap-done" ]; then
   # the initramfs the kernel package's trigger builds is the small one (the full one, every
   # module, took minutes under load and was thrown away).
   # shellcheck disable=SC2016 # "$1" is the hooks' own argument (the root), expanded by mmdebstrap
-  mmdebstrap --variant=minbase --include="$(IFS=,; echo "${PKGS[*]}")" \
+  mmdebstrap --variant=minbase --architectures="$ARCH" --include="$(IFS=,; echo "${PKGS[*]}")" \
     --dpkgopt=force-unsafe-io --aptopt='Acquire::Retries "3"' \
     --setup-hook='mkdir -p "$1/var/cache/apt/archives" "$1/etc/initramfs-tools/conf.d"' \
     --setup-hook='printf "MODULES=list\n" >"$1/etc/initramfs-tools/conf.d/lima.conf"' \
@@ -149,7 +159,7 @@ echo "PHASE initramfs"
 cat >"$ROOTFS/etc/initramfs-tools/conf.d/lima.conf" <<'CONF'
 MODULES=list
 CONF
-printf '%s\n' virtio_pci virtio_blk ext4 crc32c_generic crc32c_intel >"$ROOTFS/etc/initramfs-tools/modules"
+printf '%s\n' virtio_pci virtio_blk ext4 "${CRC_MODULES[@]}" >"$ROOTFS/etc/initramfs-tools/modules"
 chroot "$ROOTFS" mkinitramfs -o "/boot/initrd.img-$KVER" "$KVER"
 
 # kernel + initrd for direct boot (kept outside the image: qemu -kernel/-initrd)
