@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/git-corral/git-corral/internal/atomicfile"
-	"github.com/git-corral/git-corral/internal/lazyre"
+	"github.com/git-corral/git-corral/login/loginname"
 )
 
 // Kinds of login.
@@ -53,21 +53,14 @@ type Record struct {
 // Errors.
 var (
 	ErrNoLogin      = errors.New("no such host-held login")
-	ErrBadName      = errors.New("a login name is lower-case letters, digits and '-' (at most 63)")
+	ErrBadName      = loginname.ErrBad
 	ErrBadRecord    = errors.New("login record is incomplete")
 	ErrRefreshSpent = errors.New("the provider refused the refresh token")
 )
 
-var nameRE = lazyre.New(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
 // CheckName checks a login name (it becomes a file name; "none" is agent_login's word for no
-// login).
-func CheckName(name string) error {
-	if !nameRE.MatchString(name) || name == "none" {
-		return fmt.Errorf("login %q: %w", name, ErrBadName)
-	}
-	return nil
-}
+// login): loginname.Check, which policy checks agent_login by.
+func CheckName(name string) error { return loginname.Check(name) }
 
 // Dir is the store of the git corral home corralHome.
 func Dir(corralHome string) string { return filepath.Join(corralHome, "logins") }

@@ -27,8 +27,7 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/net/http/httpguts"
-
+	"github.com/git-corral/git-corral/internal/httpheader"
 	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/visible"
 )
@@ -206,7 +205,7 @@ func checkRouteString(field, v string) string {
 		}
 	case "header":
 		h := strings.ToLower(v)
-		if !httpguts.ValidHeaderFieldName(v) || h == "host" || strings.HasPrefix(h, "proxy-") || h == "connection" ||
+		if !httpheader.ValidName(v) || h == "host" || strings.HasPrefix(h, "proxy-") || h == "connection" ||
 			h == "content-length" || h == "transfer-encoding" || h == "te" || h == "upgrade" {
 			return fmt.Sprintf("must be a header name that carries a credential (such as \"Authorization\" or \"x-api-key\"), not %q", v)
 		}
@@ -219,7 +218,7 @@ func checkRouteString(field, v string) string {
 			return fmt.Sprintf("must name a forge whose API the broker knows (%s), not %q", strings.Join(ForgeKinds, ", "), v)
 		}
 	case "value_prefix":
-		if len(v) > 64 || visible.Has(v) || !httpguts.ValidHeaderFieldValue(v) {
+		if len(v) > 64 || visible.Has(v) || !httpheader.ValidValue(v) {
 			return fmt.Sprintf("must be at most 64 printable characters such as \"Bearer \", not %q", v)
 		}
 	}
@@ -229,7 +228,7 @@ func checkRouteString(field, v string) string {
 // checkAllowPattern checks one "METHOD /path" pattern as the broker reads it.
 func checkAllowPattern(p string) string {
 	method, pth, ok := strings.Cut(p, " ")
-	if !ok || method == "" || method != strings.ToUpper(method) || !httpguts.ValidHeaderFieldName(method) ||
+	if !ok || method == "" || method != strings.ToUpper(method) || !httpheader.ValidName(method) ||
 		!strings.HasPrefix(pth, "/") || strings.ContainsAny(pth, " %?#") || visible.Has(pth) ||
 		slices.Contains(strings.Split(pth, "/"), "..") {
 		return fmt.Sprintf("has the allow pattern %q; want \"METHOD /path\" or \"METHOD /prefix/*\" (upper-case method, clean path)", p)

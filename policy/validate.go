@@ -22,7 +22,7 @@ import (
 	"github.com/git-corral/git-corral/agents"
 	"github.com/git-corral/git-corral/internal/lazyre"
 	"github.com/git-corral/git-corral/internal/visible"
-	"github.com/git-corral/git-corral/login"
+	"github.com/git-corral/git-corral/login/loginname"
 )
 
 var (
@@ -100,7 +100,7 @@ func checkString(key, mapKey, v string) string {
 		}
 		return ""
 	case "agent_login":
-		if v != "" && v != "none" && login.CheckName(v) != nil {
+		if v != "" && v != "none" && loginname.Check(v) != nil {
 			return fmt.Sprintf("must name a host-held login ([a-z0-9][a-z0-9-]*, at most 63; 'git corral agents logins' lists them) or be \"none\", not %q", v)
 		}
 		return ""

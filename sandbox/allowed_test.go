@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/git-corral/git-corral/broker"
+	"github.com/git-corral/git-corral/sandbox/netbroker"
 )
 
 // TestAllowed is the other half of the hostile table: what the manifest grants works, so that
@@ -60,7 +64,7 @@ func TestBroker(t *testing.T) {
 		out.Reset()
 		o := f.options(m, nil, "http", url)
 		o.Stdout, o.Stderr = &out, &out
-		o.Resolver = fakeResolver{netip.MustParseAddr("127.0.0.1")}
+		o.Broker = netbroker.Broker{Resolver: fakeResolver{netip.MustParseAddr("127.0.0.1")}}
 		res, err := Run(t.Context(), o)
 		if err != nil {
 			t.Fatalf("sandbox: %v\n%s", err, out.String())
@@ -81,10 +85,27 @@ func TestBroker(t *testing.T) {
 	if !allow || !deny {
 		t.Errorf("the sandbox log has allow=%v for canary.test and deny=%v for other.test, want both", allow, deny)
 	}
-	c, err := ReadLog(LogPath(f.corral))
+	c, err := ReadLog[broker.Entry](LogPath(f.corral))
 	if err != nil || len(c.Runs) != 2 || len(c.Decisions) < 2 || c.Bad != 0 {
 		t.Errorf("ReadLog: %d runs, %d decisions, %d bad lines, %v; want 2 runs, both decisions, none bad", len(c.Runs), len(c.Decisions), c.Bad, err)
 	}
 }
 
 func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestRunNeedsBroker: a run whose manifest grants network access, with no broker to serve it,
+// fails before the command runs (ErrNeedsBroker, no output); the control runs the same probe
+// with the broker.
+func TestRunNeedsBroker(t *testing.T) {
+	f := newFixture(t)
+	var out strings.Builder
+	o := f.options(&Manifest{Network: []string{"127.0.0.1:9"}}, nil, "print", "1")
+	o.Stdout, o.Stderr = &out, &out
+	if _, err := Run(t.Context(), o); !errors.Is(err, ErrNeedsBroker) || !errors.Is(err, ErrSetup) || out.Len() != 0 {
+		t.Errorf("without a broker: %v, output %q; want ErrNeedsBroker before anything ran", err, out.String())
+	}
+	o.Broker = netbroker.Broker{}
+	if res, err := Run(t.Context(), o); err != nil || res.Status != 0 || !strings.Contains(out.String(), "probe print: ok") {
+		t.Errorf("control, with the broker: %v, output %q", err, out.String())
+	}
+}

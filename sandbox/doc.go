@@ -22,7 +22,8 @@
 // corral sandbox --stage NAME').
 //
 // It does not own the broker (package broker decides every destination and writes its own log
-// lines), the log file's locking (package audit), the repository's [sandbox] table (package
+// lines; the caller passes it in, sandbox/netbroker, so that this package does not link it:
+// broker.go), the log file's locking (package audit), the repository's [sandbox] table (package
 // policy classifies it and narrows a manifest by it; package front applies that, so that the
 // inside helper does not import policy) or the command line (package front, run by
 // cmd/git-corral and by the front on PATH, cmd/git-corral-front).

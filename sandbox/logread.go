@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-
-	"github.com/git-corral/git-corral/broker"
 )
 
-// LogContents is what ReadLog found in the sandbox log: the runs and the broker's decisions, in
-// file order, and how many lines were neither (reported, never silently dropped).
-type LogContents struct {
+// LogContents is what ReadLog found in the sandbox log: the runs and the broker's decisions
+// (D: broker.Entry, which package sandbox does not link, sandbox.Broker), in file order, and
+// how many lines were neither (reported, never silently dropped).
+type LogContents[D any] struct {
 	Runs      []Record
-	Decisions []broker.Entry
+	Decisions []D
 	Bad       int
 }
 
@@ -24,16 +23,16 @@ const maxLogLine = 1 << 20
 
 // ReadLog reads the sandbox log at path (a missing file is an empty log). It is what
 // 'git corral audit' and 'git corral egress' call to render the light tier's lines.
-func ReadLog(path string) (*LogContents, error) {
+func ReadLog[D any](path string) (*LogContents[D], error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &LogContents{}, nil
+		return &LogContents[D]{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read sandbox log: %w", err)
 	}
 	defer f.Close()
-	c := &LogContents{}
+	c := &LogContents[D]{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), maxLogLine)
 	for sc.Scan() {
@@ -55,7 +54,7 @@ func ReadLog(path string) (*LogContents, error) {
 			}
 			c.Runs = append(c.Runs, r)
 		case kind.Decision != "":
-			var e broker.Entry
+			var e D
 			if json.Unmarshal(line, &e) != nil {
 				c.Bad++
 				continue

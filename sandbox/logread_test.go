@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/git-corral/git-corral/broker"
 )
 
 // TestReadLogCountsBadLines: lines that are neither a run nor a decision are counted, not
@@ -16,11 +18,11 @@ func TestReadLogCountsBadLines(t *testing.T) {
 not json
 {"event":"something-else"}
 `), 0o600))
-	c, err := ReadLog(path)
+	c, err := ReadLog[broker.Entry](path)
 	if err != nil || len(c.Runs) != 1 || len(c.Decisions) != 1 || c.Bad != 2 {
 		t.Errorf("got %+v, %v; want 1 run, 1 decision, 2 bad", c, err)
 	}
-	if c, err := ReadLog(filepath.Join(dir, "missing")); err != nil || len(c.Runs) != 0 {
+	if c, err := ReadLog[broker.Entry](filepath.Join(dir, "missing")); err != nil || len(c.Runs) != 0 {
 		t.Errorf("missing log: %+v, %v", c, err)
 	}
 }

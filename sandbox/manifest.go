@@ -25,7 +25,6 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/internal/lazyre"
 )
 
@@ -83,7 +82,7 @@ var tables = map[string][]string{
 }
 
 // LoadManifest reads and checks the manifest at path; home is the host's $HOME for "~/" paths.
-func LoadManifest(path, home string) (*Manifest, error) {
+func LoadManifest(path, home string, b Broker) (*Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read sandbox manifest: %w", err)
@@ -96,12 +95,13 @@ func LoadManifest(path, home string) (*Manifest, error) {
 	if len(data) > maxManifestBytes {
 		return nil, fmt.Errorf("sandbox manifest %s: larger than %d bytes", path, maxManifestBytes)
 	}
-	return ParseManifest(path, data, home)
+	return ParseManifest(path, data, home, b)
 }
 
 // ParseManifest checks data, the manifest named name, and returns it or an error listing every
-// problem.
-func ParseManifest(name string, data []byte, home string) (*Manifest, error) {
+// problem; b checks network.allow. Without b, a manifest whose network.allow holds an entry is
+// ErrNeedsBroker, whatever else it holds: only a caller with the broker can say all of it.
+func ParseManifest(name string, data []byte, home string, b Broker) (*Manifest, error) {
 	sum := sha256.Sum256(data)
 	m := &Manifest{Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:])}
 	var raw map[string]any
@@ -109,7 +109,7 @@ func ParseManifest(name string, data []byte, home string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox manifest %s: %w", name, err)
 	}
-	p := &parser{name: name, home: home}
+	p := &parser{name: name, home: home, broker: b}
 	// The decoder keeps the last of two definitions of an array key; a manifest must say one.
 	seen := map[string]bool{}
 	for _, k := range md.Keys() {
@@ -138,6 +138,9 @@ func ParseManifest(name string, data []byte, home string) (*Manifest, error) {
 			p.set(m, t+"."+k, tab[k])
 		}
 	}
+	if b == nil && len(m.Network) > 0 {
+		return nil, fmt.Errorf("sandbox manifest %s: %w", name, ErrNeedsBroker)
+	}
 	if err := errors.Join(p.errs...); err != nil {
 		return nil, err
 	}
@@ -147,6 +150,7 @@ func ParseManifest(name string, data []byte, home string) (*Manifest, error) {
 // parser collects every problem of one manifest.
 type parser struct {
 	name, home string
+	broker     Broker
 	errs       []error
 }
 
@@ -165,7 +169,10 @@ func (p *parser) set(m *Manifest, key string, v any) {
 		m.Exec = p.paths(key, v)
 	case "network.allow":
 		m.Network = p.strings(key, v)
-		if _, err := broker.ParseAllowList(m.Network); err != nil {
+		if p.broker == nil {
+			break // ParseManifest refuses m when m.Network holds an entry
+		}
+		if err := p.broker.CheckAllowList(m.Network); err != nil {
 			p.errf(key, "%v", err)
 		}
 	case "env.pass":

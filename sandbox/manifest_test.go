@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-corral/git-corral/sandbox/netbroker"
 )
 
 func TestParseManifest(t *testing.T) {
@@ -25,7 +28,7 @@ cpu     = "10s"
 output  = 1048576
 scratch = "1GiB"
 `
-	m, err := ParseManifest("m.toml", []byte(src), "/home/u")
+	m, err := ParseManifest("m.toml", []byte(src), "/home/u", netbroker.Broker{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ scratch = "1GiB"
 	if len(m.Network) != 2 || strings.Join(m.Env, ",") != "LANG,CI" || !strings.HasPrefix(m.Digest, "sha256:") {
 		t.Errorf("network=%v env=%v digest=%q", m.Network, m.Env, m.Digest)
 	}
-	empty, err := ParseManifest("e.toml", nil, "")
+	empty, err := ParseManifest("e.toml", nil, "", netbroker.Broker{})
 	if err != nil || len(empty.Read)+len(empty.Write)+len(empty.Exec)+len(empty.Network)+len(empty.Env) != 0 {
 		t.Errorf("an empty manifest: %+v, %v; want nothing granted", empty, err)
 	}
@@ -69,14 +72,38 @@ func TestManifestHostile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseManifest("m.toml", []byte(c.src), "/home/u")
+			_, err := ParseManifest("m.toml", []byte(c.src), "/home/u", netbroker.Broker{})
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "m.toml") {
 				t.Errorf("error %v, want one naming m.toml and %q", err, c.want)
 			}
 		})
 	}
-	_, err := ParseManifest("m.toml", []byte("[fs]\nREAD = []\n[limits]\npids = 0\n[bogus]\n"), "")
+	_, err := ParseManifest("m.toml", []byte("[fs]\nREAD = []\n[limits]\npids = 0\n[bogus]\n"), "", netbroker.Broker{})
 	if err == nil || strings.Count(err.Error(), "m.toml") != 3 {
 		t.Errorf("want all three problems at once, got %v", err)
+	}
+}
+
+// TestManifestNeedsBroker: read without a broker, a manifest whose network.allow holds an entry
+// is ErrNeedsBroker, even with other problems (only the broker's reader can list them all) and
+// even when the entry is bad; the control: an empty network.allow and a manifest without
+// [network] parse, and the same manifests with the broker parse or list their problems.
+func TestManifestNeedsBroker(t *testing.T) {
+	for _, src := range []string{
+		"[network]\nallow = [\"example.com\"]\n",
+		"[network]\nallow = [\"http://x.com/\"]\n",
+		"[network]\nallow = [\"example.com\"]\n[fs]\nnope = 1\n",
+	} {
+		if _, err := ParseManifest("m.toml", []byte(src), "/home/u", nil); !errors.Is(err, ErrNeedsBroker) || !strings.Contains(err.Error(), "m.toml") {
+			t.Errorf("%q without a broker: %v, want ErrNeedsBroker naming m.toml", src, err)
+		}
+		if _, err := ParseManifest("m.toml", []byte(src), "/home/u", netbroker.Broker{}); errors.Is(err, ErrNeedsBroker) {
+			t.Errorf("%q with the broker: %v", src, err)
+		}
+	}
+	for _, src := range []string{"[network]\nallow = []\n", "[fs]\nread = [\"/usr\"]\n", ""} {
+		if _, err := ParseManifest("m.toml", []byte(src), "/home/u", nil); err != nil {
+			t.Errorf("control: %q without a broker: %v", src, err)
+		}
 	}
 }

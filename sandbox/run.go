@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/internal/inherit"
 	"github.com/git-corral/git-corral/sandbox/dispatch"
 )
@@ -47,9 +45,8 @@ type Options struct {
 	// NoLandlock accepts a kernel without Landlock; the weaker run is logged. Trusted callers
 	// only (a command-line flag).
 	NoLandlock bool
-	// Resolver and Dial are the broker's, for tests; nil means the host's.
-	Resolver broker.Resolver
-	Dial     broker.DialFunc
+	// Broker serves a network grant (sandbox/netbroker); nil refuses one (ErrNeedsBroker).
+	Broker Broker
 }
 
 // HelperName is the small binary that runs the inside steps. make install puts it in
@@ -456,40 +453,4 @@ func (cw capWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	return cw.w.Write(b)
-}
-
-// startBroker starts the run's broker on a Unix socket in a private directory that the plan
-// binds into the sandbox; its decisions go to the sandbox log.
-func startBroker(ctx context.Context, o Options, h *Host) (func(), error) {
-	dir, err := os.MkdirTemp("", "corral-sandbox-")
-	if err != nil {
-		return nil, fmt.Errorf("broker socket directory: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(LogPath(o.CorralHome)), 0o700); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("create log directory: %w", err)
-	}
-	blog, err := broker.OpenLog(ctx, LogPath(o.CorralHome), 0)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	h.Secret, h.BrokerDir = broker.NewSecret(), dir
-	b, err := broker.New(broker.Config{Box: "sandbox", Allow: o.Manifest.Network, Secret: []byte(h.Secret),
-		Log: blog, Resolver: o.Resolver, Dial: o.Dial})
-	if err != nil {
-		blog.Close()
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "unix", filepath.Join(dir, brokerSock))
-	if err != nil {
-		blog.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("broker socket: %w", err)
-	}
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan struct{})
-	go func() { b.Serve(bctx, ln); close(served) }()
-	return func() { cancel(); <-served; blog.Close(); os.RemoveAll(dir) }, nil
 }

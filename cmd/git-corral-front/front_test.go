@@ -54,6 +54,37 @@ func TestFrontBuildsNoSeccompFilter(t *testing.T) {
 	}
 }
 
+// networkPackages are what the front must not link for the network: net/http, TLS and x509 (about
+// 5 MB of the front and 3 ms of its every start here, issue #30 point 6), and the packages
+// of git corral's that bring them, the broker (sandbox/netbroker: a run whose manifest grants
+// network access goes to the full binary) and the login store (policy checks agent_login
+// through login/loginname); and x/net's httpguts and IDNA tables (policy checks header names
+// through internal/httpheader).
+var networkPackages = regexp.MustCompile(`^(net/http|crypto/tls|crypto/x509|golang\.org/x/net/(idna|http/httpguts)|github\.com/git-corral/git-corral/(broker|login|sandbox/netbroker))$`)
+
+// TestFrontLinksNoNetwork fails when the front links net/http, TLS, x509, x/net, the broker or
+// the login store again, as the Makefile builds it (without cgo). The control: it still links
+// package sandbox and policy, which it runs, and net, which the sandbox's inside steps use.
+func TestFrontLinksNoNetwork(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	for _, want := range []string{"github.com/git-corral/git-corral/sandbox", "github.com/git-corral/git-corral/policy", "net"} {
+		if !slices.Contains(deps, want) {
+			t.Errorf("control: the front does not link %s", want)
+		}
+	}
+	for _, dep := range deps {
+		if networkPackages.MatchString(dep) {
+			t.Errorf("the front links %s", dep)
+		}
+	}
+}
+
 // buildAll builds git corral's binaries into dir as 'make build' does, and returns dir.
 func buildAll(t *testing.T, dir string) string {
 	t.Helper()
@@ -76,7 +107,8 @@ type result struct {
 // exit code: sandbox runs the front answers (a status, a grant, a refusal, a missing -C
 // directory, a bad or missing manifest, a repository whose [sandbox] table widens, -C joined
 // as git joins it) and command lines it hands to the full binary (help, a usage error, --box,
-// an unknown command or flag, sandbox with no command).
+// an unknown command or flag, sandbox with no command, a manifest that grants network access
+// and one whose network.allow and another key are wrong).
 func TestFrontAnswersAsFull(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bubblewrap is not installed: run scripts/setup.sh")
@@ -88,6 +120,8 @@ func TestFrontAnswersAsFull(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, "out"), 0o755)
 	os.WriteFile(filepath.Join(root, "write.toml"), []byte("[fs]\nwrite = [\"~/out\"]\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "bad.toml"), []byte("[fs]\nnope = true\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "net.toml"), []byte("[network]\nallow = [\"127.0.0.1:9\"]\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "badnet.toml"), []byte("[network]\nallow = [\"http://x/\"]\n[fs]\nnope = true\n"), 0o644)
 	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
 	}
@@ -111,6 +145,8 @@ func TestFrontAnswersAsFull(t *testing.T) {
 		{"sandbox", "--manifest", filepath.Join(root, "missing.toml"), "--", "true"},
 		{"-C", repo, "sandbox", "--manifest", filepath.Join(root, "write.toml"), "--", "true"},
 		{"-C", root, "-Crepo", "sandbox", "--", "true"},
+		{"sandbox", "--manifest", filepath.Join(root, "net.toml"), "--", "sh", "-c", "echo net; exit 5"},
+		{"sandbox", "--manifest", filepath.Join(root, "badnet.toml"), "--", "true"},
 		{"sandbox", "-h"},
 		{"sandbox"},
 		{"sandbox", "--nope", "--", "true"},
@@ -129,7 +165,8 @@ func TestFrontAnswersAsFull(t *testing.T) {
 }
 
 // TestFrontWithoutFull: without the full binary beside it, the front still runs a sandbox, and
-// every other command line fails with status 1, naming where it looked and what to do.
+// every other command line, and a sandbox whose manifest grants network access (its broker is
+// in the full binary), fails with status 1, naming where it looked and what to do.
 func TestFrontWithoutFull(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bubblewrap is not installed: run scripts/setup.sh")
@@ -149,8 +186,16 @@ func TestFrontWithoutFull(t *testing.T) {
 	if r := run("sandbox", "--", "sh", "-c", "echo in; exit 4"); r.stdout != "in\n" || r.code != 4 {
 		t.Errorf("sandbox without the full binary: %+v, want \"in\" and status 4", r)
 	}
-	r := run("status")
+	net := filepath.Join(bin, "net.toml")
+	os.WriteFile(net, []byte("[network]\nallow = [\"127.0.0.1:9\"]\n"), 0o644)
+	r := run("sandbox", "--manifest", net, "--", "true")
 	want := "corral: error: the full git corral binary git-corral-full is installed neither in " + filepath.Join(filepath.Dir(bin), "lib", "git-corral") + " nor beside " + filepath.Join(bin, "git-corral") + "\n" +
+		"corral: hint: install git corral again ('make install'); a manifest without [network] runs without it\n"
+	if r.code != 1 || r.stderr != want || r.stdout != "" {
+		t.Errorf("sandbox with a network grant without the full binary: %+v\nwant stderr %q", r, want)
+	}
+	r = run("status")
+	want = "corral: error: the full git corral binary git-corral-full is installed neither in " + filepath.Join(filepath.Dir(bin), "lib", "git-corral") + " nor beside " + filepath.Join(bin, "git-corral") + "\n" +
 		"corral: hint: install git corral again ('make install'); 'git corral sandbox -- CMD' alone works without it\n"
 	if r.code != 1 || r.stderr != want || r.stdout != "" {
 		t.Errorf("status without the full binary: %+v\nwant stderr %q", r, want)
@@ -199,5 +244,39 @@ func TestHandoffBeforeInitialisers(t *testing.T) {
 	out, host = run("sandbox", "--stage", "nope")
 	if strings.Contains(out, "full:") || len(host) == 0 {
 		t.Errorf("control: sandbox --stage went to the full binary (%q) or ran no host-side initialiser (%d)", out, len(host))
+	}
+}
+
+// TestFrontHandsNetworkToFull proves the front hands a run whose manifest grants network access
+// to the full binary, which links the broker, with its arguments unchanged and before anything
+// ran (no line in the sandbox log); a manifest whose network.allow is empty, the control, runs
+// in the front itself.
+func TestFrontHandsNetworkToFull(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Fatal("bubblewrap is not installed: run scripts/setup.sh")
+	}
+	bin := buildAll(t, filepath.Join(t.TempDir(), "bin"))
+	os.WriteFile(filepath.Join(bin, "git-corral-full"), []byte("#!/bin/sh\necho full: \"$@\"\n"), 0o755)
+	corral := filepath.Join(bin, "..", "corral")
+	run := func(args ...string) result {
+		cmd := exec.Command(filepath.Join(bin, "git-corral"), args...)
+		cmd.Env = append(os.Environ(), "CORRAL_HOME="+corral, "NO_COLOR=1")
+		cmd.Dir = bin
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return result{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
+	}
+	os.WriteFile(filepath.Join(bin, "net.toml"), []byte("[network]\nallow = [\"127.0.0.1:9\"]\n"), 0o644)
+	os.WriteFile(filepath.Join(bin, "none.toml"), []byte("[network]\nallow = []\n"), 0o644)
+	r := run("-C", ".", "sandbox", "--manifest", "net.toml", "--", "sh", "-c", "echo in")
+	if want := (result{"full: -C . sandbox --manifest net.toml -- sh -c echo in\n", "", 0}); r != want {
+		t.Errorf("a network grant through the front: %+v, want the full binary's %+v", r, want)
+	}
+	if _, err := os.Stat(filepath.Join(corral, "logs", "sandbox.jsonl")); err == nil {
+		t.Error("the front logged a sandboxed run before it handed the network grant to the full binary")
+	}
+	if r := run("sandbox", "--manifest", "none.toml", "--", "sh", "-c", "echo in; exit 3"); r.stdout != "in\n" || r.code != 3 {
+		t.Errorf("control: an empty network.allow through the front: %+v, want \"in\" and status 3 from the sandbox", r)
 	}
 }

@@ -17,13 +17,17 @@
 //     binary, which answers them as it always has.
 //   - 'sandbox --stage NAME' is the inside steps (package inside), for when the inside
 //     helper is not installed beside it.
-//   - It links neither Lima, go-git nor the box packages (TestFrontLinksNoBox), and is built
-//     without cgo.
+//   - It links neither Lima, go-git nor the box packages (TestFrontLinksNoBox), nor net/http,
+//     TLS, the broker or the login store (TestFrontLinksNoNetwork), and is built without cgo.
+//     A run whose manifest grants network access, which needs the broker, goes to the full
+//     binary before anything ran (sandbox.ErrNeedsBroker): one more process start for it, and
+//     none of the broker's cost for every other run.
 //   - Without the full binary it runs no other command: it says where it looked and exits 1.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +41,7 @@ import (
 	_ "github.com/git-corral/git-corral/cmd/git-corral-front/internal/handoff"
 	"github.com/git-corral/git-corral/internal/hint"
 	"github.com/git-corral/git-corral/internal/inherit"
+	"github.com/git-corral/git-corral/sandbox"
 	"github.com/git-corral/git-corral/sandbox/dispatch"
 	"github.com/git-corral/git-corral/sandbox/front"
 	"github.com/git-corral/git-corral/sandbox/inside"
@@ -54,10 +59,21 @@ func run(ctx context.Context, argv []string) int {
 		return inside.Stage(stage)
 	}
 	if dispatch.Takes(args) {
-		return sandboxRun(ctx, e, args)
+		err := sandboxRun(ctx, e, args)
+		if !errors.Is(err, sandbox.ErrNeedsBroker) {
+			return front.Report(e, err)
+		}
+		// Nothing ran: the full binary, which links the broker, runs the command line.
+		return execFull(e, argv, "a manifest without [network] runs without it")
 	}
 	// Package handoff execs the full binary before the initialisers; this is its fallback,
 	// through os, when /proc could not tell it its argv or path.
+	return execFull(e, argv, "'git corral sandbox -- CMD' alone works without it")
+}
+
+// execFull execs the full binary with argv, or says where it looked and what works without
+// it (without).
+func execFull(e front.Env, argv []string, without string) int {
 	self, err := os.Executable()
 	if err != nil {
 		return front.Report(e, fmt.Errorf("find the git-corral binary itself: %w", err))
@@ -67,7 +83,7 @@ func run(ctx context.Context, argv []string) int {
 		dir := filepath.Dir(self)
 		return front.Report(e, hint.With(fmt.Errorf("the full git corral binary %s is installed neither in %s nor beside %s",
 			dispatch.FullName, filepath.Join(filepath.Dir(dir), "lib", "git-corral"), self),
-			"install git corral again ('make install'); 'git corral sandbox -- CMD' alone works without it"))
+			"install git corral again ('make install'); "+without))
 	}
 	// The same argv (argv[0] included), environment and descriptors: the full binary answers
 	// exactly as if it had been started in this one's place.
@@ -76,11 +92,12 @@ func run(ctx context.Context, argv []string) int {
 }
 
 // sandboxRun is the full binary's main for the command lines dispatch.Takes: the -C flags,
-// then sandbox and its flags (cmd/git-corral, app.dispatch and runCommand).
-func sandboxRun(ctx context.Context, e front.Env, args []string) int {
+// then sandbox and its flags (cmd/git-corral, app.dispatch and runCommand). It has no broker
+// (front.Env.Broker): a run whose manifest grants network access is sandbox.ErrNeedsBroker.
+func sandboxRun(ctx context.Context, e front.Env, args []string) error {
 	// As the full binary's main does first: no inherited descriptor reaches what it starts.
 	if err := inherit.CloseOnExec(3); err != nil {
-		return front.Report(e, hint.With(err, "nothing ran; git corral starts nothing while a descriptor it inherited could reach it"))
+		return hint.With(err, "nothing ran; git corral starts nothing while a descriptor it inherited could reach it")
 	}
 	for args[0] != "sandbox" { // Takes: only -C DIR and -CDIR come before it
 		if args[0] == "-C" {
@@ -94,7 +111,7 @@ func sandboxRun(ctx context.Context, e front.Env, args []string) int {
 	fs.SetInterspersed(false)
 	f := front.Define(fs)
 	if err := fs.Parse(args[1:]); err != nil {
-		return front.Report(e, &front.Error{Code: 129, Err: err, Hint: "run 'git corral sandbox -h' for its usage"})
+		return &front.Error{Code: 129, Err: err, Hint: "run 'git corral sandbox -h' for its usage"}
 	}
-	return front.Report(e, front.Run(ctx, e, f, fs.Args()))
+	return front.Run(ctx, e, f, fs.Args())
 }

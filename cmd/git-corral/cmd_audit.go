@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-corral/git-corral/audit"
+	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/sandbox"
@@ -40,9 +41,9 @@ func defineAudit(fs *pflag.FlagSet) runFunc {
 		if res.Bad > 0 {
 			fmt.Fprintf(a.stderr, "corral: warning: %d lines of %s are not audit records\n", res.Bad, h.SessionsLog())
 		}
-		sb := &sandbox.LogContents{}
+		sb := &sandbox.LogContents[broker.Entry]{}
 		if box == "" {
-			if sb, err = sandbox.ReadLog(sandbox.LogPath(h.Dir)); err != nil {
+			if sb, err = sandbox.ReadLog[broker.Entry](sandbox.LogPath(h.Dir)); err != nil {
 				return err
 			}
 			if sb.Bad > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-corral/git-corral/sandbox"
 	"github.com/git-corral/git-corral/sandbox/front"
+	"github.com/git-corral/git-corral/sandbox/netbroker"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -22,7 +23,7 @@ func defineSandbox(fs *pflag.FlagSet) runFunc {
 		if *stage != "" {
 			return statusOf(sandbox.Stage(*stage))
 		}
-		e := front.Env{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Getenv: a.getenv, Dir: a.dir}
+		e := front.Env{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Getenv: a.getenv, Dir: a.dir, Broker: netbroker.Broker{}}
 		err := front.Run(ctx, e, f, args)
 		var st front.Status
 		var fe *front.Error

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/git-corral/git-corral/audit"
+	"github.com/git-corral/git-corral/broker"
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/visible"
 	"github.com/git-corral/git-corral/sandbox"
@@ -105,7 +106,7 @@ func (a *app) sandboxEgress(showLog bool, denials int, jsonOut bool) error {
 		return err
 	}
 	path := sandbox.LogPath(h.Dir)
-	c, err := sandbox.ReadLog(path)
+	c, err := sandbox.ReadLog[broker.Entry](path)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,10 @@ type Env struct {
 	Getenv         func(string) string
 	// Dir is the directory given with -C (empty: the current directory).
 	Dir string
+	// Broker serves a manifest's network grant: the full binary's (sandbox/netbroker). The
+	// front on PATH has none; Run returns sandbox.ErrNeedsBroker for a run that needs it,
+	// before anything ran, and the front hands the command line to the full binary.
+	Broker sandbox.Broker
 }
 
 // Flags are the command's flags, registered by Define.
@@ -95,6 +99,9 @@ func Run(ctx context.Context, e Env, f Flags, args []string) error {
 	if o.Manifest, err = narrow(ctx, e, o.Manifest, o.Home); err != nil {
 		return err
 	}
+	if e.Broker == nil && o.Manifest != nil && len(o.Manifest.Network) > 0 { // the table only narrows: never
+		return sandbox.ErrNeedsBroker
+	}
 	o.NoLandlock = *f.NoLandlock
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -136,9 +143,14 @@ func options(e Env, manifest string, args []string) (sandbox.Options, error) {
 		Argv: args, Home: e.Getenv("HOME"), CorralHome: h.Dir, Cwd: cwd, Self: sandbox.InsideBinary(self),
 		Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr,
 		Lookup: func(n string) (string, bool) { v := e.Getenv(n); return v, v != "" },
+		Broker: e.Broker,
 	}
 	if manifest != "" {
-		if o.Manifest, err = sandbox.LoadManifest(manifest, o.Home); err != nil {
+		o.Manifest, err = sandbox.LoadManifest(manifest, o.Home, e.Broker)
+		if errors.Is(err, sandbox.ErrNeedsBroker) {
+			return o, err
+		}
+		if err != nil {
 			return o, hint.With(err, "see 'git corral sandbox -h' for the manifest's keys")
 		}
 	}

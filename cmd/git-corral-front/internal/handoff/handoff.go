@@ -2,8 +2,8 @@
 // run itself, before the front's own package initialisers: importing it is the whole of its use.
 //
 // Why an initialiser: Go runs every linked package's initialisers before main, and the front
-// links the light tier's host side (the manifest's TOML, the broker, policy, go-seccomp-bpf's
-// tables: ~100 initialisers, a quarter of a megabyte). A box command needs none of it, and pays
+// links the light tier's host side (the manifest's and the configuration's TOML, policy,
+// Landlock: dozens of initialisers). A box command needs none of it, and pays
 // for the front's start on top of the full binary's. The linker initialises a package once its
 // imports are and otherwise in the order of import paths, so this one, which imports only
 // syscall (as package dispatch does), runs after the runtime and a dozen small packages and
