@@ -82,7 +82,7 @@ if [ "$(id -u)" -eq 0 ]; then
   /var/cache/git-corral/git-corral-setup image build --dir /var/cache/git-corral/images >/dev/null
   /var/cache/git-corral/git-corral-setup image prune --dir /var/cache/git-corral/images
   if [ "$(ls /var/cache/git-corral/images)" = "$images_before" ]; then step image present; else step image built; fi
-  log "base image $(/var/cache/git-corral/git-corral-setup image list --dir /var/cache/git-corral/images | awk '$2 == "true" {print $1; exit}') ready"
+  log "base image $(/var/cache/git-corral/git-corral-setup image list --dir /var/cache/git-corral/images | awk '$3 == "true" {print $1; exit}') ready"
 else
   log "not root: skipping the Lima build, the $CORRAL_USER user and the base image"
 fi
