@@ -39,11 +39,16 @@ build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/git-corral-front
 	CGO_ENABLED=0 $(GO) build -o $(BINDIR)/git-corral-sandbox ./cmd/git-corral-sandbox
 
+# fish's files go where fish reads them (scripts/fish-dir.sh: with the default PREFIX on Debian,
+# /etc/fish, since Debian's fish does not read /usr/local/share/fish).
+FISH_COMPLETIONSDIR ?= $(shell sh scripts/fish-dir.sh completions "$(PREFIX)")
+FISH_CONFDIR ?= $(shell sh scripts/fish-dir.sh conf "$(PREFIX)")
+
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/git-corral $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
-		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d
+		$(DESTDIR)$(FISH_COMPLETIONSDIR) $(DESTDIR)$(FISH_CONFDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/git-corral
 	install -m 755 $(BINDIR)/git-corral-full $(DESTDIR)$(PREFIX)/lib/git-corral/git-corral-full
 	install -m 755 $(BINDIR)/git-corral-sandbox $(DESTDIR)$(PREFIX)/lib/git-corral/git-corral-sandbox
@@ -51,9 +56,9 @@ install: build
 	install -m 644 docs/man/git-corral.1 $(DESTDIR)$(PREFIX)/share/man/man1/git-corral.1
 	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/git-corral
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_git-corral
-	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/git-corral.fish
+	$(BIN) completion fish > $(DESTDIR)$(FISH_COMPLETIONSDIR)/git-corral.fish
 	# fish 3.6's git.fish never asks a git-* command's completions; this one line does (see --help).
-	$(BIN) completion fish --git-hook > $(DESTDIR)$(PREFIX)/share/fish/vendor_conf.d/git-corral.fish
+	$(BIN) completion fish --git-hook > $(DESTDIR)$(FISH_CONFDIR)/git-corral.fish
 
 # test runs the unit and integration tests, then the end-to-end suite, and ends with one summary
 # line per suite (its test count and wall time) and the plain closing line CI reads.

@@ -59,3 +59,53 @@ printf '%s\n' "${COMPREPLY[@]}"`
 		}
 	}
 }
+
+// TestInstallFishDefaultPrefix: with the default PREFIX, make install puts fish's completions and
+// its git hook where fish, started by a user with a fresh environment (no XDG_DATA_DIRS, an empty
+// home), reads them: Debian's fish 3.6 never reads /usr/local/share/fish, where they went before
+// (scripts/fish-dir.sh). It reads make's plan (make -n), so nothing is written to the host.
+func TestInstallFishDefaultPrefix(t *testing.T) {
+	for _, tool := range []string{"make", "fish"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed by this test and is not installed (scripts/setup.sh installs it): %v", tool, err)
+		}
+	}
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	plan := exec.Command("make", "-n", "-s", "install")
+	plan.Dir = root
+	out, err := plan.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n install: %v\n%s", err, out)
+	}
+	targets := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if i := strings.Index(line, "completion fish"); i >= 0 && strings.Contains(line, " > ") {
+			kind := "completions"
+			if strings.Contains(line, "--git-hook") {
+				kind = "conf"
+			}
+			targets[kind] = filepath.Dir(strings.TrimSpace(line[strings.LastIndex(line, " > ")+3:]))
+		}
+	}
+	if len(targets) != 2 {
+		t.Fatalf("make -n install names %d fish targets, want the completions and the git hook:\n%s", len(targets), out)
+	}
+	home := t.TempDir()
+	ask := exec.Command("fish", "-c", `printf 'complete %s\n' $fish_complete_path; printf 'conf %s\n' $__fish_vendor_confdirs $__fish_sysconf_dir/conf.d`)
+	ask.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=dumb"}
+	paths, err := ask.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fish: %v\n%s", err, paths)
+	}
+	reads := func(kind, dir string) bool {
+		return strings.Contains("\n"+string(paths), "\n"+kind+" "+dir+"\n")
+	}
+	if !reads("complete", targets["completions"]) {
+		t.Errorf("make install puts fish's completions in %s, which fish does not read; it reads:\n%s", targets["completions"], paths)
+	}
+	if !reads("conf", targets["conf"]) {
+		t.Errorf("make install puts fish's git hook in %s, which fish does not read; it reads:\n%s", targets["conf"], paths)
+	}
+	// What the default prefix's own directory would have given, for the record (distributions differ).
+	t.Logf("fish reads /usr/local/share/fish/vendor_completions.d: %v", reads("complete", "/usr/local/share/fish/vendor_completions.d"))
+}
