@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -185,8 +186,16 @@ func runCmd(t *testing.T, cmd *exec.Cmd, label string) result {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		err = <-done
+		// SIGTERM first: runuser passes it on, and git corral removes a half-made box (keeping
+		// its console in the box log) before it exits; SIGKILL would end runuser alone.
+		t.Logf("%s: still running after %v: SIGTERM", label, time.Since(t0).Round(time.Second))
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err = <-done:
+		case <-time.After(3 * time.Minute):
+			_ = cmd.Process.Kill()
+			err = <-done
+		}
 	}
 	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(t0)}
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -195,7 +204,34 @@ func runCmd(t *testing.T, cmd *exec.Cmd, label string) result {
 		t.Fatalf("%s: %v", label, err)
 	}
 	t.Logf("git corral %s: exit %d in %.1fs\nstdout: %s\nstderr: %s", label, r.code, r.took.Seconds(), r.stdout, r.stderr)
+	if r.code != 0 {
+		logBoxLog(t, r.stderr)
+	}
 	return r
+}
+
+// boxLogRE finds the box log a failed creation or start names in its error.
+var boxLogRE = regexp.MustCompile(`\(log: (/[^)\s]+\.log)\)`)
+
+// logBoxLog logs the end of the box log an error names: what Lima said and, for a first boot
+// that failed, the guest console git corral kept before it removed the box. CI keeps only the
+// test output.
+func logBoxLog(t *testing.T, stderr string) {
+	t.Helper()
+	m := boxLogRE.FindStringSubmatch(stderr)
+	if m == nil {
+		return
+	}
+	b, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Logf("box log %s: %v", m[1], err)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 150 {
+		lines = lines[len(lines)-150:]
+	}
+	t.Logf("the end of %s:\n%s", m[1], strings.Join(lines, "\n"))
 }
 
 // newProject makes a git repository owned by the test user and returns its path.

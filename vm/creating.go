@@ -89,6 +89,7 @@ func (m *Manager) createBox(ctx context.Context, spec BoxSpec) error {
 	}
 	clean, cancel := context.WithTimeout(context.WithoutCancel(ctx), halfCleanupTimeout)
 	defer cancel()
+	m.keepConsole(spec.Box)
 	if derr := m.removeHalf(clean, spec.Box); derr != nil {
 		return fmt.Errorf("create box %s: %w; removing the half-created box failed too (%v): 'git corral delete --yes' removes it", spec.Box, err, derr)
 	}

@@ -30,6 +30,11 @@ case $verb in
 create) mkdir -p "$LIMA_HOME/$2" && cp "$3" "$LIMA_HOME/$2/lima.yaml" || exit 1 ;;
 delete) rm -rf "$LIMA_HOME/$2" ;;
 esac
+if [ "$verb" = start ] && [ -n "${FAKE_CONSOLE:-}" ]; then
+	for box; do :; done
+	cp "$FAKE_CONSOLE" "$LIMA_HOME/$box/serial.log" || exit 1
+	[ -z "${FAKE_FAIL_START:-}" ] || { echo 'did not receive an event with the "running" status' >&2; exit 1; }
+fi
 if [ "$verb" = "$FAKE_BLOCK" ]; then echo $$ >"$FAKE_DIR/$verb.tmp"; mv "$FAKE_DIR/$verb.tmp" "$FAKE_DIR/$verb.reached"; exec sleep 300; fi
 `
 
@@ -308,4 +313,64 @@ func readCalls(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestCreateFailedKeepsConsole: a first boot that fails (here: Lima never saw the box running)
+// removes the half box, and the end of its serial console, which goes with the instance, is
+// kept in the box's log, escaped (the guest wrote it) and bounded. The control is the creation
+// with a console log and no failure: the box is made, and its log has no console block.
+func TestCreateFailedKeepsConsole(t *testing.T) {
+	h, env := fakeHome(t)
+	var console strings.Builder
+	console.WriteString(strings.Repeat("x", consoleTailBytes) + "\n") // beyond what is read
+	for i := 1; i <= consoleTailLines+5; i++ {
+		fmt.Fprintf(&console, "[ %d.000000] line %d\r\n", i, i)
+	}
+	console.WriteString("hostile \x1b]0;title\x07 \u202e tail " + strings.Repeat("y", consoleLineMax) + "\n")
+	path := filepath.Join(t.TempDir(), "serial.log")
+	writeTestFile(t, path, console.String())
+	cmd, out, _ := startCreator(t, append(env, "FAKE_CONSOLE="+path, "FAKE_FAIL_START=1"), "")
+	if code := waitExit(t, cmd, out); code != 3 || !strings.Contains(out.String(), "half-created box was removed") {
+		t.Fatalf("creator exit %d: %s; want exit 3, the half box removed", code, out.String())
+	}
+	if inst, state := boxLeft(t, h); inst || state != "none" {
+		t.Errorf("instance %v, metadata %q: want nothing left", inst, state)
+	}
+	m := &Manager{Home: h}
+	b, err := os.ReadFile(m.LogPath(creatorBox))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	var kept []string
+	for _, l := range strings.Split(log, "\n") {
+		if c, ok := strings.CutPrefix(l, "console: "); ok {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) != consoleTailLines {
+		t.Fatalf("%d console lines kept, want the last %d:\n%s", len(kept), consoleTailLines, log)
+	}
+	if want := "[ 7.000000] line 7"; kept[0] != want {
+		t.Errorf("first kept line %q, want %q (the last lines, without their CR)", kept[0], want)
+	}
+	last := kept[len(kept)-1]
+	if strings.ContainsAny(last, "\x1b\x07\u202e\r") || !strings.Contains(last, `\x1b]0;title\x07`) || !strings.HasSuffix(last, " [cut]") {
+		t.Errorf("last kept line %q: want its control and bidi characters escaped and the line cut", last)
+	}
+	if !strings.Contains(log, "the guest console (serial.log)") {
+		t.Errorf("no console header in the log:\n%s", log)
+	}
+
+	t.Run("control: a boot that succeeds keeps no console", func(t *testing.T) {
+		h, env := fakeHome(t)
+		cmd, out, _ := startCreator(t, append(env, "FAKE_CONSOLE="+path), "")
+		if code := waitExit(t, cmd, out); code != 0 {
+			t.Fatalf("creator exit %d: %s", code, out.String())
+		}
+		b, _ := os.ReadFile((&Manager{Home: h}).LogPath(creatorBox))
+		if strings.Contains(string(b), "console: ") {
+			t.Errorf("a ready box's log has console lines:\n%s", b)
+		}
+	})
 }
