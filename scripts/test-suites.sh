@@ -4,8 +4,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
-logdir=$(mktemp -d)
-trap 'rm -rf "$logdir"' EXIT
+# CORRAL_TEST_LOGDIR keeps each suite's go test -json output there (per-test times, for finding
+# where the suite's time goes); by default it goes to a temporary directory, removed at the end.
+if [ -n "${CORRAL_TEST_LOGDIR:-}" ]; then
+  logdir=$CORRAL_TEST_LOGDIR
+  mkdir -p "$logdir" && : >"$logdir/summary" || exit 1
+else
+  logdir=$(mktemp -d)
+  trap 'rm -rf "$logdir"' EXIT
+fi
 
 # What scripts/e2e-record.sh reads back: when, which commit, which machine, how loaded.
 suite_t0=$(date +%s)
