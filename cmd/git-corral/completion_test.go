@@ -141,7 +141,7 @@ func (tm *tmuxServer) complete(t *testing.T, shell string, p compProbe) string {
 	tm.n++
 	session := fmt.Sprintf("s%d", tm.n)
 	argv := map[string][]string{"bash": {"bash", "--noprofile", "--rcfile", filepath.Join(tm.home, ".bashrc"), "-i"}, "zsh": {"zsh", "-i"}, "fish": {"fish", "-i"}}[shell]
-	if err := tm.run(append([]string{"new-session", "-d", "-s", session, "-x", "200", "-y", "50"}, argv...)...); err != nil {
+	if err := tm.run(append([]string{"new-session", "-d", "-s", session, "-x", "200", "-y", "100"}, argv...)...); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tm.run("kill-session", "-t", session) }()
@@ -174,8 +174,8 @@ func showsAll(screen string, p compProbe) bool {
 	return true
 }
 
-// shows says whether w is on the screen: as a whole word on a line that is not a prompt (a
-// candidate, not the typed text), or, with onPrompt, at the end of the last prompt line.
+// shows says whether w is on the screen: as a whole word starting a line or a column on a line
+// that is not a prompt (a candidate, not the typed text), or, with onPrompt, at the end of the last prompt line.
 func shows(screen, w string, onPrompt bool) bool {
 	lines := strings.Split(screen, "\n")
 	if onPrompt {
@@ -186,7 +186,9 @@ func shows(screen, w string, onPrompt bool) bool {
 		}
 		return false
 	}
-	word := regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(w) + `(\s|$)`)
+	// A candidate starts a line or a column (two spaces or more before it): a word inside
+	// another candidate's description ("(what start runs)") has one.
+	word := regexp.MustCompile(`(^\s*|\s{2,})` + regexp.QuoteMeta(w) + `(\s|$)`)
 	for _, l := range lines {
 		if !strings.Contains(l, "READY") && word.MatchString(l) {
 			return true
