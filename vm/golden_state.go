@@ -284,6 +284,12 @@ sync
 # boot.sh's end (/run/lima-boot-done), each every 3 s; written here, just before boot.sh ends,
 # the second poll finds its file at once, and the resume waits for one poll, not two.
 cp /mnt/lima-cidata/meta-data /run/lima-ssh-ready
+# That poll sleeps 3 s between looks (a "sleep 3" child of its "until" loop, which starts as soon
+# as this box's key lets Lima in, mid-resume): the sleep is ended here, so that the poll looks
+# again at once instead of up to 3 s later. Only the sleep children of that loop are ended.
+for p in $(pgrep -f 'until sudo diff -q /run/lima-ssh-ready' 2>/dev/null); do
+	pkill -x -P "$p" sleep 2>/dev/null || true
+done
 echo "corral: golden state adapted to this box"
 exit "$code"
 `

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -455,4 +456,86 @@ func TestResumeSkipsOnlyDaemonReload(t *testing.T) {
 	if out, _ := run("daemon-reload", "--help"); !strings.Contains(out, "daemon-reload") {
 		t.Errorf("shim daemon-reload --help: %q, want the real systemctl's help: only the exact call may be swallowed", out)
 	}
+}
+
+// TestResumeWakesSSHReadyPoll: after writing /run/lima-ssh-ready, the resume ends the "sleep 3" of
+// Lima's poll for it, so the poll looks again at once; a sleep of any other process is left
+// alone. The control: without the resume's lines the poll sees the file only when its sleep ends.
+func TestResumeWakesSSHReadyPoll(t *testing.T) {
+	body := stateSealScript("0123456789abcdef", "/p", nil).Body
+	i := strings.Index(body, "for p in $(pgrep -f 'until sudo diff -q /run/lima-ssh-ready'")
+	if i < 0 {
+		t.Fatal("the resume does not wake Lima's ssh-ready poll")
+	}
+	end := strings.Index(body[i:], "\ndone\n")
+	snippet := body[i : i+end+len("\ndone")]
+	for _, tool := range []string{"bash", "pgrep", "pkill"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed by this test: %v", tool, err)
+		}
+	}
+	poll := func(t *testing.T, flag string) (*exec.Cmd, chan time.Time) {
+		// Lima's poll, with the same command line shape; the flag file stands for the ready file.
+		c := exec.Command("bash", "-c", `until sudo diff -q /run/lima-ssh-ready /nonexistent 2>/dev/null || test -e "`+flag+`"; do sleep 3; done`)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan time.Time, 1)
+		go func() { _ = c.Wait(); ended <- time.Now() }()
+		t.Cleanup(func() { _ = c.Process.Kill() })
+		// Wait for its sleep.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if out, _ := exec.Command("pgrep", "-x", "-P", strconv.Itoa(c.Process.Pid), "sleep").Output(); len(out) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the poll never slept")
+			}
+		}
+		return c, ended
+	}
+	decoy := exec.Command("bash", "-c", "sleep 3; true")
+	if err := decoy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	decoyEnded := make(chan struct{})
+	go func() { _ = decoy.Wait(); close(decoyEnded) }()
+	t.Cleanup(func() { _ = decoy.Process.Kill() })
+
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "ready")
+	_, ended := poll(t, flag)
+	writeTestFile(t, flag, "")
+	t0 := time.Now()
+	if out, err := exec.Command("sh", "-c", snippet).CombinedOutput(); err != nil {
+		t.Fatalf("the resume's lines: %v\n%s", err, out)
+	}
+	select {
+	case at := <-ended:
+		if d := at.Sub(t0); d > time.Second {
+			t.Errorf("the poll saw the file %v after the resume's lines, want at once", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the poll did not end")
+	}
+	select {
+	case <-decoyEnded:
+		t.Error("another process's sleep was ended too")
+	default:
+	}
+
+	t.Run("control: without the resume's lines the poll waits out its sleep", func(t *testing.T) {
+		flag := filepath.Join(dir, "ready2")
+		_, ended := poll(t, flag)
+		writeTestFile(t, flag, "")
+		t0 := time.Now()
+		select {
+		case at := <-ended:
+			if d := at.Sub(t0); d < time.Second {
+				t.Errorf("the poll saw the file after %v with nothing waking it: the test cannot tell", d)
+			}
+		case <-time.After(6 * time.Second):
+			t.Fatal("the poll did not end")
+		}
+	})
 }
