@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/git-corral/git-corral/home"
@@ -22,17 +23,23 @@ import (
 // holder (agent forwarding: the box opens channels towards the host, which a holder never relays).
 func (b *Box) dial(ctx context.Context, ep vm.Endpoint, direct bool) (*vm.Client, error) {
 	if direct || b.req.getenv("CORRAL_NO_CONNECTION_HOLDER") == "1" {
+		b.early.drop()
 		return vm.Dial(ctx, ep)
 	}
 	h := b.Manager.Home
 	if c, err := vm.DialMux(ctx, vm.HolderPaths(h, b.Name)); err == nil {
+		b.early.drop()
 		return c, nil
 	} else if !errors.Is(err, vm.ErrNoMux) {
+		b.early.drop()
 		return nil, err
 	}
-	c, err := vm.Dial(ctx, ep)
-	if err != nil {
-		return nil, err
+	c := b.takeEarly(ep)
+	if c == nil {
+		var err error
+		if c, err = vm.Dial(ctx, ep); err != nil {
+			return nil, err
+		}
 	}
 	if err := startHolder(h, b.Name); err != nil {
 		b.req.notice(fmt.Sprintf("commands keep dialling the box afresh: %v", err))
@@ -156,4 +163,78 @@ func (b *Box) takePrefetch() *guardPrefetch {
 		return nil
 	}
 	return pf
+}
+
+// earlyConn is a connection to a starting box, dialled while Lima waits for its last boot step
+// (the "provisioning" phase: Lima's SSH requirements are met, the guest's boot scripts are
+// finishing). The first session of a new or restarted box then finds its connection made: the
+// dial under software emulation (key exchange, authentication) is 0.4 s. Nothing runs in the
+// box through it before that session's guard check, which comes after the box is ready, as
+// through any other connection.
+type earlyConn struct {
+	fired atomic.Bool   // the phase began and the dial started
+	done  chan struct{} // closed when the dial ended (only once fired)
+	ep    vm.Endpoint
+	c     *vm.Client
+	err   error
+}
+
+// dialEarly has b's connection dialled when p enters the "provisioning" phase. It returns nil
+// when there is no progress to follow.
+func (b *Box) dialEarly(ctx context.Context, p *vm.Progress) *earlyConn {
+	if p == nil {
+		return nil
+	}
+	e := &earlyConn{done: make(chan struct{})}
+	var hook func()
+	hook = func() {
+		// The phase may be a golden build box's, before b's own instance exists: then the
+		// hook waits for the next one.
+		st, err := b.Manager.Inspect(b.Name)
+		if err != nil || st.Status != "Running" {
+			p.OnPhase(vm.PhaseProvisioning, hook)
+			return
+		}
+		e.fired.Store(true)
+		defer close(e.done)
+		done := trace.Step("early dial (while Lima waits for the boot's end)")
+		defer done()
+		if e.ep, e.err = vm.EndpointFromSSHConfig(st.SSHConfig, "lima-"+b.Name); e.err != nil {
+			return
+		}
+		e.c, e.err = vm.Dial(ctx, e.ep)
+	}
+	p.OnPhase(vm.PhaseProvisioning, hook)
+	return e
+}
+
+// takeEarly returns the early connection when it was dialled to ep, or nil (and closes one that
+// was not). It is taken once.
+func (b *Box) takeEarly(ep vm.Endpoint) *vm.Client {
+	e := b.early
+	b.early = nil
+	if e == nil || !e.fired.Load() {
+		return nil
+	}
+	<-e.done
+	if e.err != nil || e.c == nil {
+		return nil
+	}
+	if e.ep != ep {
+		e.c.Close()
+		return nil
+	}
+	return e.c
+}
+
+// drop closes the early connection, if one was dialled. e may be nil.
+func (e *earlyConn) drop() {
+	if e == nil || !e.fired.Load() {
+		return
+	}
+	go func() {
+		if <-e.done; e.c != nil {
+			e.c.Close()
+		}
+	}()
 }

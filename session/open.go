@@ -131,10 +131,14 @@ func Open(ctx context.Context, req Request) (*Box, error) {
 	done = trace.Step("before session (snapshot, idle stop)")
 	BeforeSession(ctx, m, p.Box, b.Config, req.notice)
 	done()
+	if err == nil && st.Status != "Running" {
+		b.early = b.dialEarly(ctx, spec.Progress) // connection.go
+	}
 	done = trace.Step("ensure")
 	b.Status, err = m.Ensure(ctx, spec)
 	done()
 	if err != nil {
+		b.early.drop()
 		return nil, ensureError(err, req.Cmd, true)
 	}
 	if b.Config.Network == policy.NetworkBroker {

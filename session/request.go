@@ -80,6 +80,9 @@ type Box struct {
 
 	req      Request
 	prefetch *guardPrefetch
+	// early is the connection dialled while Lima waited for a starting box's last boot step
+	// (dialEarly); nil when the box was running already.
+	early *earlyConn
 	// identity is git_identity as Open read it (identity.go); nil: read when needed.
 	identity *identityRead
 	// guardSocket is the guard daemon's socket in the guest; "" is provision.GuardSocketPath

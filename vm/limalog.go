@@ -59,13 +59,17 @@ func limaPhase(line string) string {
 }
 
 // recordPhase maps one record to the phases users see: waiting for SSH, then provisioning.
+// PhaseProvisioning is the progress phase while Lima waits for the guest's boot scripts to
+// finish: its SSH requirements are met by then.
+const PhaseProvisioning = "provisioning"
+
 func recordPhase(r limaRecord) string {
 	msg := strings.TrimPrefix(r.Msg, "[hostagent] ")
 	switch {
 	case strings.HasPrefix(msg, "Waiting for the essential requirement 1 of"):
 		return "waiting for SSH"
 	case strings.Contains(msg, `"boot scripts must have finished"`) && strings.HasPrefix(msg, "Waiting"):
-		return "provisioning"
+		return PhaseProvisioning
 	}
 	return ""
 }

@@ -20,6 +20,21 @@ type Progress struct {
 	since time.Time
 	stop  chan struct{}
 	done  chan struct{}
+	hooks map[string]func() // OnPhase's, each called once
+}
+
+// OnPhase has f called, in a goroutine of its own, when phase name begins; at most once. p may
+// be nil (f is then never called).
+func (p *Progress) OnPhase(name string, f func()) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hooks == nil {
+		p.hooks = map[string]func(){}
+	}
+	p.hooks[name] = f
 }
 
 // NewProgress returns a Progress writing to w; tty selects the redrawn status line. A nil w
@@ -54,6 +69,10 @@ func (p *Progress) Phase(name string) {
 		fmt.Fprintf(p.w, "\r\x1b[K  %-22s %6.1fs\n", p.phase, t.Sub(p.since).Seconds())
 	}
 	p.phase, p.since = name, t
+	if f := p.hooks[name]; f != nil {
+		delete(p.hooks, name)
+		go f()
+	}
 	if !p.tty {
 		fmt.Fprintf(p.w, "%s corral: %s (%.1fs)\n", t.UTC().Format("15:04:05"), name, t.Sub(p.start).Seconds())
 		return

@@ -63,3 +63,34 @@ func (s *syncBuilder) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestProgressOnPhase: a hook runs once, when its phase begins, and not for another phase; a
+// nil Progress takes a hook and never calls it.
+func TestProgressOnPhase(t *testing.T) {
+	p := NewProgress(nil, false)
+	calls := make(chan string, 4)
+	p.OnPhase("provisioning", func() { calls <- "provisioning" })
+	p.Phase("boot")
+	p.Phase("waiting for SSH")
+	select {
+	case c := <-calls:
+		t.Fatalf("hook called at %q's phase before it began", c)
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.Phase("provisioning")
+	select {
+	case <-calls:
+	case <-time.After(5 * time.Second):
+		t.Fatal("hook not called when its phase began")
+	}
+	p.Phase("waiting for SSH")
+	p.Phase("provisioning") // a phase seen again calls nothing again
+	select {
+	case <-calls:
+		t.Fatal("hook called twice")
+	case <-time.After(50 * time.Millisecond):
+	}
+	var np *Progress
+	np.OnPhase("boot", func() { t.Error("nil progress called a hook") })
+	np.Phase("boot")
+}
