@@ -77,7 +77,7 @@ type guardPrefetch struct {
 	dialed chan struct{} // closed once c is set, or the holder did not answer
 	done   chan struct{} // closed once err is set
 	c      *vm.Client    // nil when no holder answered
-	err    error         // GuardReport's error, when c is set
+	ans    daemonAnswer  // GuardReport's, when c is set
 }
 
 // prefetchGuard dials box's connection holder and asks the guard daemon for its report in the
@@ -106,7 +106,7 @@ func prefetchGuard(ctx context.Context, req *Request, h home.Home, box string) *
 		pf.c = c
 		close(pf.dialed)
 		done = trace.Step("prefetch: guard daemon's report")
-		_, pf.err = c.GuardReport(ctx, provision.GuardSocketPath)
+		pf.ans.out, pf.ans.err = c.GuardReport(ctx, provision.GuardSocketPath)
 		done()
 	}()
 	return pf
@@ -151,7 +151,7 @@ func guessBox(dir string) string {
 }
 
 // takePrefetch returns the prefetched holder connection, or nil, as soon as it is dialled; the
-// daemon's report is in err once done is closed. It is taken once.
+// daemon's answer is in ans once done is closed. It is taken once.
 func (b *Box) takePrefetch() *guardPrefetch {
 	pf := b.prefetch
 	if pf == nil {

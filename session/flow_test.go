@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/sshtest"
 	"github.com/git-corral/git-corral/policy"
+	"github.com/git-corral/git-corral/provision"
 	"github.com/git-corral/git-corral/vm"
 )
 
@@ -318,4 +320,49 @@ func TestStartRecordsTheModeTheBoxKeeps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunRefusesReportOfAnotherMode: a guard report that passes for another network mode than
+// the box's (here the guest's guards are "full"'s, the host runs an offline box) refuses the
+// session and runs nothing, whether the report came through the guard daemon or through the
+// separate check. The control is the same report for the box's own mode.
+func TestRunRefusesReportOfAnotherMode(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	full := `{"ok":true,"mode":"full","failures":[]}` + "\n"
+	for _, tc := range []struct {
+		name, report string
+		ran          bool
+	}{
+		{"another mode's report", full, false},
+		{"control: the box's own mode", reportPass, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := testBox(t, srv, startGuardDaemon(t, tc.report, 0), nil)
+			marker := filepath.Join(userDir(t, "marker"), "ran")
+			var errb strings.Builder
+			err := b.Run(context.Background(), []string{"touch", marker}, Streams{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb}, 0)
+			_, statErr := os.Stat(marker)
+			if !tc.ran {
+				if !errors.Is(err, vm.ErrGuard) || !strings.Contains(err.Error(), `network "full"`) || !strings.Contains(err.Error(), `network "offline"`) {
+					t.Fatalf("Run = %v, want the guard's refusal naming both modes", err)
+				}
+				if statErr == nil {
+					t.Error("the command ran after a report of another mode")
+				}
+				return
+			}
+			if err != nil || statErr != nil {
+				t.Fatalf("Run = %v, marker %v; stderr %s", err, statErr, errb.String())
+			}
+		})
+	}
+	t.Run("separate check", func(t *testing.T) {
+		out := vm.CheckReportMode(provision.GuardReport{OK: true, Mode: "broker"}, policy.NetworkOffline)
+		if !errors.Is(out, vm.ErrGuard) {
+			t.Errorf("CheckReportMode(broker report, offline box) = %v, want ErrGuard", out)
+		}
+		if err := vm.CheckReportMode(provision.GuardReport{OK: true, Mode: "offline"}, policy.NetworkOffline); err != nil {
+			t.Errorf("control: CheckReportMode(offline, offline) = %v", err)
+		}
+	})
 }

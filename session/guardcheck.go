@@ -12,20 +12,24 @@ import (
 // guardCheck runs the guest guard check the best way the box allows: the resident guard
 // daemon's report (vm.Client.GuardReport: no process starts in the guest, and the box user
 // cannot forge it); on a box without the daemon, in-band when inbandOK (it returns true and the
-// caller runs the command with the check before it), else in a session of its own. daemonErr,
+// caller runs the command with the check before it), else in a session of its own. daemon,
 // when set, is the daemon's answer already read on c. CORRAL_GUARD_CHECK=daemon, inband or
 // separate forces one way, for tests and diagnosis.
-func (b *Box) guardCheck(ctx context.Context, c *vm.Client, inbandOK bool, daemonErr *error) (inband bool, err error) {
+func (b *Box) guardCheck(ctx context.Context, c *vm.Client, inbandOK bool, daemon *daemonAnswer) (inband bool, err error) {
 	how := b.req.getenv("CORRAL_GUARD_CHECK")
 	switch how {
 	case "", "daemon":
-		if daemonErr != nil { // asked already, on this connection (prefetchGuard)
-			err = *daemonErr
+		var a daemonAnswer
+		if daemon != nil { // asked already, on this connection (prefetchGuard)
+			a = *daemon
 		} else {
-			_, err = c.GuardReport(ctx, b.guardSocketPath())
+			a.out, a.err = c.GuardReport(ctx, b.guardSocketPath())
 		}
-		if !errors.Is(err, vm.ErrNoGuardDaemon) || how == "daemon" {
-			return false, err
+		if a.err == nil {
+			a.err = vm.CheckReportMode(a.out.Report, b.Config.Network)
+		}
+		if !errors.Is(a.err, vm.ErrNoGuardDaemon) || how == "daemon" {
+			return false, a.err
 		}
 	case "inband", "separate":
 	default:
@@ -35,6 +39,12 @@ func (b *Box) guardCheck(ctx context.Context, c *vm.Client, inbandOK bool, daemo
 		return true, nil
 	}
 	return false, b.separateGuardCheck(ctx, c)
+}
+
+// daemonAnswer is what the guard daemon answered: its report, or why there is none.
+type daemonAnswer struct {
+	out vm.GuardOutcome
+	err error
 }
 
 // separateGuardCheck runs the guest guard check in a session of its own (vm.CheckGuards).

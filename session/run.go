@@ -180,12 +180,12 @@ type guardResult struct {
 // guardDone, the gated session's to gated.
 func (b *Box) connectAndCheck(ctx context.Context, ep vm.Endpoint, opts vm.SessionOptions, gate *vm.Gate, inbandOK bool, gated chan<- runResult, guardDone chan<- guardResult) {
 	var r guardResult
-	var daemonErr *error // the guard daemon's report, when prefetched through the holder
+	var daemon *daemonAnswer // the guard daemon's report, when prefetched through the holder
 	var report <-chan struct{}
 	// A holder relays no channel the box opens, so agent forwarding needs a connection of its
 	// own.
 	if pf := b.takePrefetch(); pf != nil && !b.Config.SSHAgent {
-		r.c, daemonErr, report = pf.c, &pf.err, pf.done
+		r.c, daemon, report = pf.c, &pf.ans, pf.done
 	} else {
 		if pf != nil {
 			pf.c.Close()
@@ -212,7 +212,7 @@ func (b *Box) connectAndCheck(ctx context.Context, ep vm.Endpoint, opts vm.Sessi
 		<-report
 	}
 	done := trace.Step("guard check")
-	r.inband, r.err = b.guardCheck(ctx, r.c, inbandOK, daemonErr)
+	r.inband, r.err = b.guardCheck(ctx, r.c, inbandOK, daemon)
 	done()
 	guardDone <- r
 }

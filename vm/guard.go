@@ -59,7 +59,18 @@ func CheckGuards(ctx context.Context, c Outputter, network policy.Network, bundl
 		}
 		return GuardOutcome{Report: rep}, fmt.Errorf("%w: %s", ErrGuard, strings.Join(f, "; "))
 	}
-	return GuardOutcome{Report: rep}, nil
+	return GuardOutcome{Report: rep}, CheckReportMode(rep, network)
+}
+
+// CheckReportMode refuses a passing guard report whose network mode is not the one the host
+// runs the session for (the box's own, from its metadata): the guards that held are another
+// mode's, and the boundary is not the one the host shows and logs.
+func CheckReportMode(rep provision.GuardReport, network policy.Network) error {
+	if rep.Mode != string(network) {
+		return fmt.Errorf("%w: the box's guards are those of network %q, and this session is for network %q: "+
+			"the box was not made for this mode ('git corral delete --yes', then start again)", ErrGuard, visible.String(rep.Mode), network)
+	}
+	return nil
 }
 
 // ErrNoGuardDaemon is wrapped by GuardReport when the box has no resident guard daemon to ask
