@@ -46,19 +46,24 @@ func commitIdentity(t *testing.T, dir string) string {
 	return strings.TrimSpace(r.stdout)
 }
 
-// TestKeysLifecycle is the lifecycle keys on one full-mode box: git_identity = "corral" puts the
-// corral identity on a commit made in the box (control: "host" puts the host's user.name);
-// stop_on_exit stops the box after `run` returns with no other git corral command run (control:
-// without it the box is still running right after the run); idle_stop = "20s" stops the box by
-// itself after 20 s without a session, and each stop is in the audit log.
+// TestKeysLifecycle is the lifecycle keys on two boxes, each new from the golden base:
+// git_identity = "corral" puts the corral identity on a commit made in the box (control: "host"
+// puts the host's user.name); stop_on_exit stops the box after `run` returns with no other git
+// corral command run (control: without it the box is still running right after the run);
+// idle_stop = "20s" stops the box by itself after 20 s without a session, and each stop is in the
+// audit log. (The second box is a new one rather than the first started again: a restart boots
+// from disk, a minute or more under emulation, and a restart is not what either key is about.)
 func TestKeysLifecycle(t *testing.T) {
 	group(t)
-	dir := newProject(t, "keys-lifecycle")
-	box := boxName(t, dir)
-	cleanupBox(t, box)
-	gitAsUser(t, dir, "config", "user.name", "Host Person")
-	gitAsUser(t, dir, "config", "user.email", "host@example.invalid")
-	config := filepath.Join(dir, ".corral.toml")
+	project := func(name string) (dir, box, config string) {
+		dir = newProject(t, name)
+		box = boxName(t, dir)
+		cleanupBox(t, box)
+		gitAsUser(t, dir, "config", "user.name", "Host Person")
+		gitAsUser(t, dir, "config", "user.email", "host@example.invalid")
+		return dir, box, filepath.Join(dir, ".corral.toml")
+	}
+	dir, box, config := project("keys-lifecycle")
 
 	t.Run("git_identity corral on a commit in the box, then stop_on_exit stops the box", func(t *testing.T) {
 		writeFile(t, config, "git_identity = \"corral\"\nstop_on_exit = true\n", 0o644)
@@ -71,6 +76,7 @@ func TestKeysLifecycle(t *testing.T) {
 		auditStop(t, box, "stop_on_exit", began)
 	})
 	t.Run("git_identity host (control); idle_stop stops the box by itself, stop_on_exit off keeps it running at first", func(t *testing.T) {
+		dir, box, config := project("keys-lifecycle-idle")
 		writeFile(t, config, "git_identity = \"host\"\nidle_stop = \"20s\"\n", 0o644)
 		if got, want := commitIdentity(t, dir), "Host Person <host@example.invalid>|Host Person <host@example.invalid>"; got != want {
 			t.Errorf("commit in the box carries %q, want the host's %q", got, want)
