@@ -244,9 +244,10 @@ func (m *Manager) checkMountMode(spec BoxSpec, st Status) error {
 }
 
 // createDisk creates the box's instance, from its golden base when spec.Golden and the box can
-// resume a saved state (QEMU, the project on 9p: stateCapable), and returns the golden key used
-// ("" from scratch). Other boxes (clone mode, reverse-sshfs, macOS) are made from scratch: a
-// base they could only boot from would cost them an extra boot and save them none.
+// resume a saved state (QEMU, the project on 9p or nothing mounted: stateCapable), and returns
+// the golden key used ("" from scratch). Other boxes (reverse-sshfs, macOS, extra mounts,
+// covers) are made from scratch: a base they could only boot from would cost them an extra
+// boot and save them none.
 func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (string, error) {
 	if !spec.Golden || !stateCapable(r, spec.NoProjectMount) {
 		if spec.Golden && r.GitMounts > 0 && spec.Notice != nil {

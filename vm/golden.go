@@ -97,7 +97,7 @@ type GoldenBox struct {
 // box; the product scripts still carry the network mode, so each mode has its own base.
 func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "golden/5\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
+	fmt.Fprintf(h, "golden/6\x00image\x00%s\x00disk\x00%s\x00", img.Hash, cfg.Disk)
 	if box.State {
 		fmt.Fprintf(h, "state\x00cpus\x00%d\x00memory\x00%s\x00", cfg.CPUs, cfg.Memory)
 		if box.AgentMounts {
@@ -125,6 +125,12 @@ func GoldenKey(img Image, cfg *policy.Config, b provision.Bundle, box GoldenBox)
 	// changed seal makes a new base.
 	for _, s := range append(b.Recipe().Scripts, goldenSealScript(), stateSealScript("", "/", nil)) {
 		body := mask(s.Body)
+		if s.Name == provision.BoxScriptName {
+			// The box's own values (its project directory, none in clone mode, and its broker
+			// port), which a resume writes again whenever they differ from the build box's
+			// (its body's hash is not the recipe's then): any box of the recipe shares the base.
+			body = ""
+		}
 		fmt.Fprintf(h, "script\x00%s\x00%s\x00%d\x00", s.Name, s.Mode, len(body))
 		io.WriteString(h, body)
 	}

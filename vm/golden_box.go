@@ -72,10 +72,13 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 			return Golden{}, err
 		}
 		src.NoProjectMount, src.MountSource = false, mnt
+		if spec.NoProjectMount {
+			src.ProjectDir = buildMountPoint // the clone's own path is its checkout's in the box
+		}
 		if src.Agents, err = placeholderAgents(work, spec.Agents); err != nil {
 			return Golden{}, err
 		}
-		src.Bundle.Scripts = append(src.Bundle.Scripts, stateSealScript(nonce, spec.ProjectDir, recipe))
+		src.Bundle.Scripts = append(src.Bundle.Scripts, stateSealScript(nonce, src.ProjectDir, recipe))
 	} else {
 		src.Bundle.Scripts = append(src.Bundle.Scripts, goldenSealScript())
 	}
@@ -185,7 +188,7 @@ func (m *Manager) CreateFromGolden(ctx context.Context, box string, r Rendered, 
 		return fmt.Errorf("create box %s from golden base %s: %w", box, g.Key, err)
 	}
 	if resumable(g, r, noProjectMount, st.Dir) {
-		return planResume(st.Dir, g)
+		return planResume(st.Dir, g, noProjectMount)
 	}
 	return nil
 }

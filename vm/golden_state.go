@@ -85,6 +85,11 @@ const qemuWrapper = `#!/bin/sh
 # git corral: QEMU for golden build boxes and boxes resumed from a golden state (vm/golden_state.go).
 case " $* " in
 *" -pidfile "*)
+	# A box that mounts nothing resuming a state built with one project device: the device,
+	# in the build box's place (Lima adds its -virtfs last), behind an empty read-only directory.
+	if [ -n "${CORRAL_QEMU_EMPTY_MOUNT:-}" ]; then
+		set -- "$@" -virtfs "local,mount_tag=mount0,path=$CORRAL_QEMU_EMPTY_MOUNT,security_model=none,readonly=on"
+	fi
 	if [ "${CORRAL_QEMU_VMGENID:-}" = 1 ]; then
 		set -- "$@" -device vmgenid -global migration.store-global-state=off
 	fi
@@ -125,9 +130,46 @@ func (m *Manager) qemuEnv(state string) ([]string, error) {
 
 // stateCapable reports whether a box rendered as r can share a golden state: QEMU with the
 // project on 9p and no extra or git mount (the device set of the build box), and no cover
-// script (Rendered.Cover).
+// script (Rendered.Cover). A box that mounts nothing of the host (clone mode) can too: at the
+// resume, QEMU gets the build box's project device back with an empty, read-only directory of
+// git corral's behind it (emptyMountDevice), which the guest never mounts.
 func stateCapable(r Rendered, noProjectMount bool) bool {
-	return !noProjectMount && r.MountType == limayaml.NINEP && runtime.GOOS == "linux" && r.ExtraMounts == 0 && r.GitMounts == 0 && !r.Cover
+	return r.MountType == limayaml.NINEP && runtime.GOOS == "linux" && r.ExtraMounts == 0 && r.GitMounts == 0 && !r.Cover
+}
+
+// buildMountPoint is where a golden build box made for a box that mounts nothing (clone mode)
+// mounts its empty directory: not the clone's own path, which its checkout takes in the box.
+const buildMountPoint = "/mnt/corral-golden-build"
+
+// emptyMount is the empty directory behind a clone-mode box's project device at its resume
+// (emptyMountDevice): made read-only and checked empty before every use.
+func (m *Manager) emptyMount() (string, error) {
+	dir := filepath.Join(m.GoldenRoot(), ".empty-mount")
+	if err := m.Home.MkdirAll(m.GoldenRoot()); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dir, 0o555); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() || fi.Mode().Perm()&0o222 != 0 {
+		return "", fmt.Errorf("%s is not a read-only directory (mode %v): remove it, git corral makes it again", dir, fi.Mode())
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(ents) > 0 {
+		return "", fmt.Errorf("%s is not empty: remove it, git corral makes it again", dir)
+	}
+	// QEMU's option syntax takes a comma as the end of the value.
+	if strings.ContainsAny(dir, ",\x00\n\r") {
+		return "", fmt.Errorf("the empty mount directory %q contains a comma or a newline, which QEMU's -virtfs cannot take", dir)
+	}
+	return dir, nil
 }
 
 // newNonce returns 16 random hex digits.
@@ -247,8 +289,21 @@ rm -rf "$shim"
 # within ext4's writeback delay would boot next with an fstab of NUL bytes and no project.
 sync
 # This box's project (a base serves every project of its recipe): lima-init's fstab entries.
+# A box whose cidata names no mount (clone mode) has none, and no 9p mount at all: QEMU's
+# project device is there only for the resume, behind an empty read-only directory. (The
+# variable's name is matched without Lima's prefix, as for the DNS port below.)
 BOX_DIRS=$(awk '/# lima-init$/ && $3 == "9p" { print $2 }' /etc/fstab)
-[ -n "$BOX_DIRS" ] || { echo "corral: this box mounts no project" >&2; exit 1; }
+want=$(sed -n 's/^[A-Z_]*_CIDATA_MOUNTS=\([0-9][0-9]*\)$/\1/p' /mnt/lima-cidata/lima.env)
+if [ "$want" = 0 ]; then
+	if [ -n "$BOX_DIRS" ] || awk '$3 == "9p" { found = 1 } END { exit !found }' /proc/mounts; then
+		echo "corral: this box mounts nothing of the host, and a 9p mount is in its fstab or mounted" >&2
+		exit 1
+	fi
+	echo "corral: this box mounts nothing of the host"
+elif [ -z "$want" ] || [ -z "$BOX_DIRS" ]; then
+	echo "corral: this box mounts no project (its cidata names '$want' mounts)" >&2
+	exit 1
+fi
 for d in $BOX_DIRS; do
 	mountpoint -q "$d" || { echo "corral: the project is not mounted at $d" >&2; exit 1; }
 done
@@ -456,11 +511,14 @@ type resumePlan struct {
 	State  string `json:"state"`
 	Golden string `json:"golden"`
 	Key    string `json:"key"`
+	// NoProjectMount: the box mounts nothing of the host, and QEMU gets an empty project
+	// device for the resume (emptyMountDevice).
+	NoProjectMount bool `json:"noProjectMount,omitempty"`
 }
 
 // planResume records that box's next start resumes g's state.
-func planResume(instDir string, g Golden) error {
-	b, err := json.Marshal(resumePlan{State: g.StatePath(), Golden: g.DiskPath(), Key: g.Key})
+func planResume(instDir string, g Golden, noProjectMount bool) error {
+	b, err := json.Marshal(resumePlan{State: g.StatePath(), Golden: g.DiskPath(), Key: g.Key, NoProjectMount: noProjectMount})
 	if err != nil {
 		return err
 	}
@@ -504,6 +562,12 @@ const resumeTimeout = "6m"
 // stopped, its disks made again from the base, and it boots from the disk base instead.
 func (m *Manager) startResumed(ctx context.Context, box, instDir string, rp resumePlan, p *Progress) error {
 	env, err := m.qemuEnv(rp.State)
+	if err == nil && rp.NoProjectMount {
+		var dir string
+		if dir, err = m.emptyMount(); err == nil {
+			env = append(env, "CORRAL_QEMU_EMPTY_MOUNT="+dir)
+		}
+	}
 	if err == nil {
 		var path string
 		if path, err = m.retryingSSHPath(); err == nil {

@@ -102,11 +102,11 @@ func TestResumePlan(t *testing.T) {
 	if _, ok := takeResume(dir); ok {
 		t.Fatal("a box without a plan resumes")
 	}
-	if err := planResume(dir, g); err != nil {
+	if err := planResume(dir, g, true); err != nil {
 		t.Fatal(err)
 	}
 	rp, ok := takeResume(dir)
-	if !ok || rp.State != "/g/k1/"+GoldenStateFile || rp.Golden != "/g/k1/"+GoldenDisk || rp.Key != "k1" {
+	if !ok || rp.State != "/g/k1/"+GoldenStateFile || rp.Golden != "/g/k1/"+GoldenDisk || rp.Key != "k1" || !rp.NoProjectMount {
 		t.Fatalf("plan = %+v, %v", rp, ok)
 	}
 	if _, ok := takeResume(dir); ok {
@@ -120,13 +120,14 @@ func TestResumePlan(t *testing.T) {
 	}
 }
 
-// TestStateCapable: only a box with its project on 9p has the build box's devices.
+// TestStateCapable: only a box with its project on 9p has the build box's devices, or one that
+// mounts nothing (clone mode), which gets the project device back empty at its resume.
 func TestStateCapable(t *testing.T) {
 	for _, c := range []struct {
 		mt      string
 		noMount bool
 		want    bool
-	}{{"9p", false, true}, {"9p", true, false}, {"reverse-sshfs", false, false}, {"virtiofs", false, false}} {
+	}{{"9p", false, true}, {"9p", true, true}, {"reverse-sshfs", false, false}, {"virtiofs", false, false}} {
 		if got := stateCapable(Rendered{MountType: c.mt}, c.noMount); got != c.want {
 			t.Errorf("stateCapable(%s, noMount=%v) = %v", c.mt, c.noMount, got)
 		}
@@ -306,6 +307,9 @@ func TestResumable(t *testing.T) {
 	if !resumable(g, r9p, false, inst) {
 		t.Fatal("a 9p box of the same Lima does not resume")
 	}
+	if !resumable(g, r9p, true, inst) {
+		t.Fatal("a clone-mode box of the same Lima does not resume")
+	}
 	for name, c := range map[string]struct {
 		g       Golden
 		r       Rendered
@@ -313,7 +317,6 @@ func TestResumable(t *testing.T) {
 		inst    string
 	}{
 		"no state":          {Golden{LimaVersion: "1.2.2"}, r9p, false, inst},
-		"clone mode":        {g, r9p, true, inst},
 		"sshfs":             {g, Rendered{MountType: "reverse-sshfs"}, false, inst},
 		"another Lima":      {Golden{StateSHA256: "abc", LimaVersion: "1.2.1"}, r9p, false, inst},
 		"unknown Lima":      {Golden{StateSHA256: "abc"}, r9p, false, inst},

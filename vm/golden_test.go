@@ -233,3 +233,36 @@ func TestGoldensAndPrune(t *testing.T) {
 		t.Fatalf("a base in use was pruned: %v", err)
 	}
 }
+
+// TestGoldenKeyCloneShares: a clone-mode box (nothing mounted: 05-box writes no project
+// directory) and a mount-mode box of the same configuration share one golden base, from the
+// guest scripts provision renders for each; the control: another network mode does not.
+func TestGoldenKeyCloneShares(t *testing.T) {
+	img := Image{Hash: "aaaa"}
+	c := policy.Default()
+	render := func(network policy.Network, dir string, port int) provision.Bundle {
+		b, err := provision.Render(provision.Options{Network: network, User: "u", ProjectDir: dir, BrokerPort: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	mount := GoldenKey(img, c, render(policy.NetworkBroker, "/home/u/proj", 40001), GoldenBox{ProjectDir: "/home/u/proj", BrokerPort: 40001, State: true})
+	clone := GoldenKey(img, c, render(policy.NetworkBroker, "", 40002), GoldenBox{ProjectDir: "/var/tmp/clones/x", BrokerPort: 40002, State: true})
+	if mount != clone {
+		t.Errorf("a mount-mode box and a clone-mode box of one configuration: keys %s and %s, want one base", mount, clone)
+	}
+	if off := GoldenKey(img, c, render(policy.NetworkOffline, "", 0), GoldenBox{ProjectDir: "/var/tmp/clones/x", State: true}); off == clone {
+		t.Error("control: an offline clone box shares the broker boxes' base")
+	}
+	// 05-box's body is the box's own: another one leaves the key as it is, and only 05-box's.
+	b := render(policy.NetworkBroker, "/home/u/proj", 40001)
+	for i, s := range b.Scripts {
+		if s.Name == provision.BoxScriptName {
+			b.Scripts[i].Body += "# another value\n"
+		}
+	}
+	if GoldenKey(img, c, b, GoldenBox{ProjectDir: "/home/u/proj", BrokerPort: 40001, State: true}) != mount {
+		t.Error("a change of 05-box's body changed the key")
+	}
+}

@@ -86,6 +86,7 @@ func defineClone(fs *pflag.FlagSet) runFunc {
 		yes:      fs.BoolP("yes", "y", false, "create the box without asking when it does not exist"),
 		noCreate: fs.Bool("no-create", false, "fail instead of creating the box when it does not exist"),
 		network:  fs.String("network", "", "network mode of a new box: full, broker or offline"),
+		noGolden: fs.Bool("no-golden", false, "create a new box from scratch, not from its golden base"),
 	}
 	return func(ctx context.Context, a *app, args []string) error {
 		if len(args) < 1 || len(args) > 2 {
