@@ -74,6 +74,12 @@ func TestCloneBox(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || !doc.Delivered || doc.Box != box || doc.Branch != "main" {
 			t.Fatalf("clone --json: %v: %+v (want box %s delivered on main)", err, doc, box)
 		}
+		// A clone box resumes the golden base like a checkout's box (nothing mounted: QEMU's
+		// project device is an empty read-only directory, which the box never mounts).
+		// (A golden build before it boots; a resume that fails boots from the base's disk.)
+		if i := strings.Index(r.stderr, "corral: resume golden state"); i < 0 || strings.Contains(r.stderr[i:], "corral: boot (") {
+			t.Errorf("the clone box did not resume the golden state; stderr:\n%s", r.stderr)
+		}
 		if len(doc.Submodules) != 1 || doc.Submodules[0].Path != "lib" || doc.Submodules[0].Transport != "git" {
 			t.Errorf("clone --json submodules %+v, want lib over git", doc.Submodules)
 		}
