@@ -268,7 +268,9 @@ func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (str
 
 // GoldenBox is what of spec's box its golden key depends on besides the recipe.
 func (spec BoxSpec) GoldenBox(r Rendered) GoldenBox {
-	return GoldenBox{ProjectDir: spec.ProjectDir, BrokerPort: spec.BrokerPort, AgentMounts: spec.Agents.Standard(),
+	// A box that mounts nothing resumes the base of a checkout's box, which has the agent
+	// store and state devices: at its resume they are there too, empty (emptyMountDevices).
+	return GoldenBox{ProjectDir: spec.ProjectDir, BrokerPort: spec.BrokerPort, AgentMounts: spec.Agents.Standard() || spec.NoProjectMount,
 		State: stateCapable(r, spec.NoProjectMount) && standardDevices(spec.Agents) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == ""}
 }
 

@@ -72,10 +72,13 @@ func (m *Manager) buildGolden(ctx context.Context, spec BoxSpec, key string) (Go
 			return Golden{}, err
 		}
 		src.NoProjectMount, src.MountSource = false, mnt
+		agents := spec.Agents
 		if spec.NoProjectMount {
 			src.ProjectDir = buildMountPoint // the clone's own path is its checkout's in the box
+			// The base of a checkout's box, with the agent devices (GoldenBox).
+			agents = AgentMounts{Store: "store", State: "state"}
 		}
-		if src.Agents, err = placeholderAgents(work, spec.Agents); err != nil {
+		if src.Agents, err = placeholderAgents(work, agents); err != nil {
 			return Golden{}, err
 		}
 		src.Bundle.Scripts = append(src.Bundle.Scripts, stateSealScript(nonce, src.ProjectDir, recipe))

@@ -85,10 +85,15 @@ const qemuWrapper = `#!/bin/sh
 # git corral: QEMU for golden build boxes and boxes resumed from a golden state (vm/golden_state.go).
 case " $* " in
 *" -pidfile "*)
-	# A box that mounts nothing resuming a state built with one project device: the device,
-	# in the build box's place (Lima adds its -virtfs last), behind an empty read-only directory.
+	# A box that mounts nothing resuming a state built with a checkout's devices (the project,
+	# the agent store and state): those devices, in the build box's place (Lima adds its -virtfs
+	# last), each behind the same empty read-only directory.
 	if [ -n "${CORRAL_QEMU_EMPTY_MOUNT:-}" ]; then
-		set -- "$@" -virtfs "local,mount_tag=mount0,path=$CORRAL_QEMU_EMPTY_MOUNT,security_model=none,readonly=on"
+		i=0
+		while [ "$i" -lt "${CORRAL_QEMU_EMPTY_MOUNTS:-1}" ]; do
+			set -- "$@" -virtfs "local,mount_tag=mount$i,path=$CORRAL_QEMU_EMPTY_MOUNT,security_model=none,readonly=on"
+			i=$((i + 1))
+		done
 	fi
 	if [ "${CORRAL_QEMU_VMGENID:-}" = 1 ]; then
 		set -- "$@" -device vmgenid -global migration.store-global-state=off
@@ -132,17 +137,22 @@ func (m *Manager) qemuEnv(state string) ([]string, error) {
 // project on 9p and no extra or git mount (the device set of the build box), and no cover
 // script (Rendered.Cover). A box that mounts nothing of the host (clone mode) can too: at the
 // resume, QEMU gets the build box's project device back with an empty, read-only directory of
-// git corral's behind it (emptyMountDevice), which the guest never mounts.
+// git corral's behind it, and the agent devices likewise (emptyMountDevices), none of which the
+// guest mounts.
 func stateCapable(r Rendered, noProjectMount bool) bool {
 	return r.MountType == limayaml.NINEP && runtime.GOOS == "linux" && r.ExtraMounts == 0 && r.GitMounts == 0 && !r.Cover
 }
+
+// emptyMountDevices is how many 9p devices a box that mounts nothing gets at its resume: those
+// of the checkout's box the base was built for (the project, the agent store, the agent state).
+const emptyMountDevices = 3
 
 // buildMountPoint is where a golden build box made for a box that mounts nothing (clone mode)
 // mounts its empty directory: not the clone's own path, which its checkout takes in the box.
 const buildMountPoint = "/mnt/corral-golden-build"
 
 // emptyMount is the empty directory behind a clone-mode box's project device at its resume
-// (emptyMountDevice): made read-only and checked empty before every use.
+// (emptyMountDevices): made read-only and checked empty before every use.
 func (m *Manager) emptyMount() (string, error) {
 	dir := filepath.Join(m.GoldenRoot(), ".empty-mount")
 	if err := m.Home.MkdirAll(m.GoldenRoot()); err != nil {
@@ -511,8 +521,8 @@ type resumePlan struct {
 	State  string `json:"state"`
 	Golden string `json:"golden"`
 	Key    string `json:"key"`
-	// NoProjectMount: the box mounts nothing of the host, and QEMU gets an empty project
-	// device for the resume (emptyMountDevice).
+	// NoProjectMount: the box mounts nothing of the host, and QEMU gets empty devices in the
+	// place of the build box's mounts for the resume (emptyMountDevices).
 	NoProjectMount bool `json:"noProjectMount,omitempty"`
 }
 
@@ -565,7 +575,7 @@ func (m *Manager) startResumed(ctx context.Context, box, instDir string, rp resu
 	if err == nil && rp.NoProjectMount {
 		var dir string
 		if dir, err = m.emptyMount(); err == nil {
-			env = append(env, "CORRAL_QEMU_EMPTY_MOUNT="+dir)
+			env = append(env, "CORRAL_QEMU_EMPTY_MOUNT="+dir, fmt.Sprintf("CORRAL_QEMU_EMPTY_MOUNTS=%d", emptyMountDevices))
 		}
 	}
 	if err == nil {

@@ -93,6 +93,48 @@ func TestQemuWrapper(t *testing.T) {
 	if _, err := m.qemuEnv("/a\nb"); err == nil {
 		t.Error("a state path with a newline was accepted")
 	}
+	// A clone box's resume: the build box's three 9p devices, empty and read-only, before the
+	// generation ID device, as Lima puts its own -virtfs last.
+	empty, err := m.emptyMount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloneEnv := append(env, "CORRAL_QEMU_EMPTY_MOUNT="+empty, fmt.Sprintf("CORRAL_QEMU_EMPTY_MOUNTS=%d", emptyMountDevices))
+	got = runWrapper(cloneEnv, "-pidfile", "/x/qemu.pid")
+	want = []string{"-pidfile", "/x/qemu.pid"}
+	for i := 0; i < emptyMountDevices; i++ {
+		want = append(want, "-virtfs", fmt.Sprintf("local,mount_tag=mount%d,path=%s,security_model=none,readonly=on", i, empty))
+	}
+	want = append(want, "-device", "vmgenid", "-global", "migration.store-global-state=off", "-incoming", `exec:cat -- "$CORRAL_QEMU_STATE"`)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("clone box resume got %q, want %q", got, want)
+	}
+}
+
+// TestEmptyMount: the directory behind a clone box's devices is made read-only and empty, and
+// refused when it is not.
+func TestEmptyMount(t *testing.T) {
+	m := &Manager{Home: home.Home{Dir: t.TempDir()}}
+	dir, err := m.emptyMount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o555 {
+		t.Fatalf("%s: %v %v, want a 0555 directory", dir, fi, err)
+	}
+	if again, err := m.emptyMount(); err != nil || again != dir {
+		t.Fatalf("a second use: %q %v", again, err)
+	}
+	os.Chmod(dir, 0o755)
+	if _, err := m.emptyMount(); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("a writable directory: %v, want refused", err)
+	}
+	writeTestFile(t, filepath.Join(dir, "planted"), "x")
+	os.Chmod(dir, 0o555)
+	if _, err := m.emptyMount(); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("a directory with a file: %v, want refused", err)
+	}
+	os.Chmod(dir, 0o755)
 }
 
 // TestResumePlan: a box resumes its golden state at its first start only.

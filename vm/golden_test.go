@@ -247,12 +247,20 @@ func TestGoldenKeyCloneShares(t *testing.T) {
 		}
 		return b
 	}
-	mount := GoldenKey(img, c, render(policy.NetworkBroker, "/home/u/proj", 40001), GoldenBox{ProjectDir: "/home/u/proj", BrokerPort: 40001, State: true})
-	clone := GoldenKey(img, c, render(policy.NetworkBroker, "", 40002), GoldenBox{ProjectDir: "/var/tmp/clones/x", BrokerPort: 40002, State: true})
+	r := Rendered{MountType: "9p"}
+	// A checkout's box has the agent store and state mounts; a clone box has none.
+	mountSpec := BoxSpec{ProjectDir: "/home/u/proj", BrokerPort: 40001, Agents: AgentMounts{Store: "/s", State: "/t"}}
+	cloneSpec := BoxSpec{ProjectDir: "/var/tmp/clones/x", BrokerPort: 40002, NoProjectMount: true}
+	t.Setenv("CORRAL_NO_GOLDEN_STATE", "")
+	if !mountSpec.GoldenBox(r).State || !cloneSpec.GoldenBox(r).State {
+		t.Fatal("a 9p checkout box or a clone box cannot resume a state")
+	}
+	mount := GoldenKey(img, c, render(policy.NetworkBroker, "/home/u/proj", 40001), mountSpec.GoldenBox(r))
+	clone := GoldenKey(img, c, render(policy.NetworkBroker, "", 40002), cloneSpec.GoldenBox(r))
 	if mount != clone {
 		t.Errorf("a mount-mode box and a clone-mode box of one configuration: keys %s and %s, want one base", mount, clone)
 	}
-	if off := GoldenKey(img, c, render(policy.NetworkOffline, "", 0), GoldenBox{ProjectDir: "/var/tmp/clones/x", State: true}); off == clone {
+	if off := GoldenKey(img, c, render(policy.NetworkOffline, "", 0), cloneSpec.GoldenBox(r)); off == clone {
 		t.Error("control: an offline clone box shares the broker boxes' base")
 	}
 	// 05-box's body is the box's own: another one leaves the key as it is, and only 05-box's.
@@ -262,7 +270,7 @@ func TestGoldenKeyCloneShares(t *testing.T) {
 			b.Scripts[i].Body += "# another value\n"
 		}
 	}
-	if GoldenKey(img, c, b, GoldenBox{ProjectDir: "/home/u/proj", BrokerPort: 40001, State: true}) != mount {
+	if GoldenKey(img, c, b, mountSpec.GoldenBox(r)) != mount {
 		t.Error("a change of 05-box's body changed the key")
 	}
 }
