@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/git-corral/git-corral/home"
 	"github.com/git-corral/git-corral/internal/trace"
@@ -34,7 +35,7 @@ func (b *Box) dial(ctx context.Context, ep vm.Endpoint, direct bool) (*vm.Client
 		b.early.drop()
 		return nil, err
 	}
-	c := b.takeEarly(ep)
+	c := b.takeEarly(ctx, ep)
 	if c == nil {
 		var err error
 		if c, err = vm.Dial(ctx, ep); err != nil {
@@ -208,9 +209,11 @@ func (b *Box) dialEarly(ctx context.Context, p *vm.Progress) *earlyConn {
 	return e
 }
 
-// takeEarly returns the early connection when it was dialled to ep, or nil (and closes one that
-// was not). It is taken once.
-func (b *Box) takeEarly(ep vm.Endpoint) *vm.Client {
+// takeEarly returns the early connection when it was dialled to ep and still answers, or nil
+// (and closes one that was not or does not). It is taken once. A boot's scripts ran after the
+// dial: the privilege drop ends the box user's processes that hold a group it removes, which
+// can be this connection's.
+func (b *Box) takeEarly(ctx context.Context, ep vm.Endpoint) *vm.Client {
 	e := b.early
 	b.early = nil
 	if e == nil || !e.fired.Load() {
@@ -221,6 +224,13 @@ func (b *Box) takeEarly(ep vm.Endpoint) *vm.Client {
 		return nil
 	}
 	if e.ep != ep {
+		e.c.Close()
+		return nil
+	}
+	done := trace.Step("early connection: still answering")
+	err := e.c.Alive(ctx, 2*time.Second)
+	done()
+	if err != nil {
 		e.c.Close()
 		return nil
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,13 +35,13 @@ func TestTakeEarly(t *testing.T) {
 
 	e := dialed(ep)
 	b.early = e
-	if c := b.takeEarly(ep); c != e.c {
+	if c := b.takeEarly(ctx, ep); c != e.c {
 		t.Fatalf("takeEarly gave %p, want the early connection %p", c, e.c)
 	}
 	if out, code, err := e.c.Output(ctx, []string{"echo", "early"}); err != nil || code != 0 || string(out) != "early\n" {
 		t.Errorf("the early connection runs nothing: %q %d %v", out, code, err)
 	}
-	if b.early != nil || b.takeEarly(ep) != nil {
+	if b.early != nil || b.takeEarly(ctx, ep) != nil {
 		t.Error("the early connection can be taken twice")
 	}
 	e.c.Close()
@@ -50,7 +51,7 @@ func TestTakeEarly(t *testing.T) {
 	e = dialed(ep)
 	e.ep = other // dialled to where the session is not going
 	b.early = e
-	if c := b.takeEarly(ep); c != nil {
+	if c := b.takeEarly(ctx, ep); c != nil {
 		t.Fatal("an early connection to another endpoint was used")
 	}
 	if _, _, err := e.c.Output(ctx, []string{"true"}); err == nil {
@@ -59,9 +60,24 @@ func TestTakeEarly(t *testing.T) {
 
 	b.early = &earlyConn{done: make(chan struct{})} // its phase never began
 	t0 := time.Now()
-	if c := b.takeEarly(ep); c != nil || time.Since(t0) > time.Second {
+	if c := b.takeEarly(ctx, ep); c != nil || time.Since(t0) > time.Second {
 		t.Errorf("takeEarly of a hook that never fired: %v after %v; want nil at once", c, time.Since(t0))
 	}
 	var none *earlyConn
 	none.drop()
+
+	// A connection the box ended meanwhile (the privilege drop kills the box user's processes
+	// that hold a group it removed) is not used.
+	e = dialed(ep)
+	b.early = e
+	pids := srv.ConnectionPIDs()
+	if len(pids) == 0 {
+		t.Fatal("no sshd process of the early connection to end")
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if c := b.takeEarly(ctx, ep); c != nil {
+		t.Fatal("a connection the box ended was used")
+	}
 }

@@ -248,6 +248,31 @@ func (c *Client) keepalive(interval time.Duration, maxMissed int) {
 	}
 }
 
+// Alive reports whether the box still answers on the connection: one keepalive request and its
+// reply (any reply: OpenSSH answers the unknown request with a failure), within the time given.
+func (c *Client) Alive(ctx context.Context, within time.Duration) error {
+	reply := make(chan error, 1)
+	go func() {
+		_, _, err := c.ssh.SendRequest("keepalive@openssh.com", true, nil)
+		reply <- err
+	}()
+	t := time.NewTimer(within)
+	defer t.Stop()
+	select {
+	case err := <-reply:
+		if err != nil {
+			return c.connErr("check the connection", err)
+		}
+		return nil
+	case <-c.done:
+		return c.connErr("check the connection", net.ErrClosed)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("connection to box at %s: no answer within %v", c.addr, within)
+	}
+}
+
 // Close closes the connection and every session on it.
 func (c *Client) Close() error {
 	err := net.ErrClosed
