@@ -268,8 +268,8 @@ func (m *Manager) createDisk(ctx context.Context, spec BoxSpec, r Rendered) (str
 
 // GoldenBox is what of spec's box its golden key depends on besides the recipe.
 func (spec BoxSpec) GoldenBox(r Rendered) GoldenBox {
-	// A box that mounts nothing resumes the base of a checkout's box, which has the agent
-	// store and state devices: at its resume they are there too, empty (emptyMountDevices).
+	// A box that mounts nothing has the devices of a checkout's box in its base (the agent
+	// store and state too): at its resume they are there, empty (emptyMountDevices).
 	return GoldenBox{ProjectDir: spec.ProjectDir, BrokerPort: spec.BrokerPort, AgentMounts: spec.Agents.Standard() || spec.NoProjectMount,
 		State: stateCapable(r, spec.NoProjectMount) && standardDevices(spec.Agents) && os.Getenv("CORRAL_NO_GOLDEN_STATE") == ""}
 }

@@ -234,43 +234,51 @@ func TestGoldensAndPrune(t *testing.T) {
 	}
 }
 
-// TestGoldenKeyCloneShares: a clone-mode box (nothing mounted: 05-box writes no project
-// directory) and a mount-mode box of the same configuration share one golden base, from the
-// guest scripts provision renders for each; the control: another network mode does not.
-func TestGoldenKeyCloneShares(t *testing.T) {
+// TestGoldenKeyClone: clone-mode boxes (nothing mounted: 05-box writes no project directory)
+// of two repositories with two broker ports share one golden base, from the guest scripts
+// provision renders for each, since 05-box (the box's own values) is not in the key. A
+// checkout's box has a base of its own: its guard check also checks the git shadow
+// (SHADOW_EXPECTED in 10-base), which is in the recipe. The control: another network mode.
+func TestGoldenKeyClone(t *testing.T) {
 	img := Image{Hash: "aaaa"}
 	c := policy.Default()
-	render := func(network policy.Network, dir string, port int) provision.Bundle {
-		b, err := provision.Render(provision.Options{Network: network, User: "u", ProjectDir: dir, BrokerPort: port})
+	render := func(network policy.Network, dir string, port int, shadow bool) provision.Bundle {
+		o := provision.Options{Network: network, User: "u", ProjectDir: dir, BrokerPort: port}
+		if shadow {
+			o.GitShadowScript = "#!/bin/sh\necho shadow\n"
+		}
+		b, err := provision.Render(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
 	r := Rendered{MountType: "9p"}
-	// A checkout's box has the agent store and state mounts; a clone box has none.
-	mountSpec := BoxSpec{ProjectDir: "/home/u/proj", BrokerPort: 40001, Agents: AgentMounts{Store: "/s", State: "/t"}}
-	cloneSpec := BoxSpec{ProjectDir: "/var/tmp/clones/x", BrokerPort: 40002, NoProjectMount: true}
 	t.Setenv("CORRAL_NO_GOLDEN_STATE", "")
-	if !mountSpec.GoldenBox(r).State || !cloneSpec.GoldenBox(r).State {
+	cloneA := BoxSpec{ProjectDir: "/var/tmp/clones/a", BrokerPort: 40001, NoProjectMount: true}
+	cloneB := BoxSpec{ProjectDir: "/home/u/b", BrokerPort: 40002, NoProjectMount: true}
+	mountSpec := BoxSpec{ProjectDir: "/home/u/proj", BrokerPort: 40003, Agents: AgentMounts{Store: "/s", State: "/t"}}
+	if !mountSpec.GoldenBox(r).State || !cloneA.GoldenBox(r).State {
 		t.Fatal("a 9p checkout box or a clone box cannot resume a state")
 	}
-	mount := GoldenKey(img, c, render(policy.NetworkBroker, "/home/u/proj", 40001), mountSpec.GoldenBox(r))
-	clone := GoldenKey(img, c, render(policy.NetworkBroker, "", 40002), cloneSpec.GoldenBox(r))
-	if mount != clone {
-		t.Errorf("a mount-mode box and a clone-mode box of one configuration: keys %s and %s, want one base", mount, clone)
+	a := GoldenKey(img, c, render(policy.NetworkBroker, "", 40001, false), cloneA.GoldenBox(r))
+	if b := GoldenKey(img, c, render(policy.NetworkBroker, "", 40002, false), cloneB.GoldenBox(r)); b != a {
+		t.Errorf("two clone boxes of one configuration: keys %s and %s, want one base", a, b)
 	}
-	if off := GoldenKey(img, c, render(policy.NetworkOffline, "", 0), cloneSpec.GoldenBox(r)); off == clone {
-		t.Error("control: an offline clone box shares the broker boxes' base")
+	if m := GoldenKey(img, c, render(policy.NetworkBroker, "/home/u/proj", 40003, true), mountSpec.GoldenBox(r)); m == a {
+		t.Error("a checkout's box (git shadow checked) and a clone box share a base")
 	}
-	// 05-box's body is the box's own: another one leaves the key as it is, and only 05-box's.
-	b := render(policy.NetworkBroker, "/home/u/proj", 40001)
+	if off := GoldenKey(img, c, render(policy.NetworkOffline, "", 0, false), cloneA.GoldenBox(r)); off == a {
+		t.Error("control: an offline clone box shares the broker clone boxes' base")
+	}
+	// 05-box's body is the box's own: another one leaves the key as it is.
+	b := render(policy.NetworkBroker, "", 40001, false)
 	for i, s := range b.Scripts {
 		if s.Name == provision.BoxScriptName {
 			b.Scripts[i].Body += "# another value\n"
 		}
 	}
-	if GoldenKey(img, c, b, mountSpec.GoldenBox(r)) != mount {
+	if GoldenKey(img, c, b, cloneA.GoldenBox(r)) != a {
 		t.Error("a change of 05-box's body changed the key")
 	}
 }
