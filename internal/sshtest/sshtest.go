@@ -131,6 +131,9 @@ func (s *Server) start(t testing.TB, port int) error {
 	s.log = &syncBuffer{}
 	s.cmd = exec.Command(SSHD, "-D", "-e", "-f", cfgFile)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	// A session's command can outlive sshd and hold its output pipe: Wait (and so Stop, in a
+	// failed test's cleanup) gives up on the pipe after this long instead of waiting for it.
+	s.cmd.WaitDelay = 5 * time.Second
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
