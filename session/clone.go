@@ -90,8 +90,9 @@ func OpenClone(ctx context.Context, req CloneRequest) (*Box, error) {
 	}
 	spec := b.spec(req.Request)
 	spec.NoProjectMount, spec.Create = true, req.Create && !req.NoCreate
-	// A clone box resumes the golden base of its recipe, as a mount-mode box does (the base
-	// is the same: vm.GoldenKey leaves out 05-box, the box's own values).
+	// A clone box resumes the golden base of its recipe, as a mount-mode box does: one base
+	// per network mode for the clone boxes of every repository (a checkout's box has its own:
+	// its guard check also checks the git shadow).
 	spec.Golden = b.Config.Golden && !req.NoGolden
 	markSession(ctx, m, req.Box, b.Config, req.notice) // watch.go: clone, fetch and sessions hold the box
 	if b.Status, err = m.Ensure(ctx, spec); err != nil {
