@@ -584,3 +584,58 @@ func TestResumeWakesSSHReadyPoll(t *testing.T) {
 		}
 	})
 }
+
+// TestResumeMountsRule: the resume's rule for this box's mounts, run by sh with the guest's
+// files (lima-init's fstab, the cidata's lima.env, /proc/mounts) replaced by the test's. A box
+// whose cidata names no mount (clone mode) goes on only with no 9p entry in its fstab and no 9p
+// mount in place; a box whose cidata names mounts needs lima-init's entries; an unreadable count
+// stops it. The controls: the clone box with nothing mounted, and a project box with its entry.
+func TestResumeMountsRule(t *testing.T) {
+	body := stateSealScript("0123456789abcdef", "/p", nil).Body
+	i := strings.Index(body, "BOX_DIRS=$(awk")
+	j := strings.Index(body, "for d in $BOX_DIRS; do\n\tmountpoint")
+	if i < 0 || j < i {
+		t.Fatal("the resume's mount rule is not where the test looks for it")
+	}
+	rule := body[i:j]
+	for _, guest := range []string{"/etc/fstab", "/mnt/lima-cidata/lima.env", "/proc/mounts"} {
+		if !strings.Contains(rule, guest) {
+			t.Fatalf("the rule no longer reads %s", guest)
+		}
+	}
+	base, n := t.TempDir(), 0
+	const entry = "mount0 /home/u/p 9p rw,trans=virtio 0 0 # lima-init\n"
+	const nineP = "mount0 /home/u/p 9p rw,trans=virtio 0 0\n"
+	for _, c := range []struct {
+		name, mounts, fstab, mountsNow string
+		ok                             bool
+	}{
+		{"clone box, nothing mounted (control)", "0", "", "proc /proc proc rw 0 0\n", true},
+		{"clone box with a 9p fstab entry", "0", entry, "", false},
+		{"clone box with a 9p mount in place", "0", "", nineP, false},
+		{"project box with its entry (control)", "3", entry, nineP, true},
+		{"project box without an entry", "3", "", "", false},
+		{"no mount count in the cidata", "", entry, nineP, false},
+	} {
+		// The parent's directory: a subtest's would carry its name's parentheses, unquoted in
+		// the rule's commands.
+		dir := filepath.Join(base, fmt.Sprint(n))
+		n++
+		t.Run(c.name, func(t *testing.T) {
+			env := "LIMA_CIDATA_NAME=x\n"
+			if c.mounts != "" {
+				env += "LIMA_CIDATA_MOUNTS=" + c.mounts + "\n"
+			}
+			writeTestFile(t, filepath.Join(dir, "fstab"), "UUID=1 / ext4 rw 0 1\n"+c.fstab)
+			writeTestFile(t, filepath.Join(dir, "lima.env"), env)
+			writeTestFile(t, filepath.Join(dir, "mounts"), c.mountsNow)
+			r := strings.NewReplacer("/etc/fstab", filepath.Join(dir, "fstab"),
+				"/mnt/lima-cidata/lima.env", filepath.Join(dir, "lima.env"), "/proc/mounts", filepath.Join(dir, "mounts"))
+			out, err := exec.Command("sh", "-c", r.Replace(rule)+"echo RULE-PASSED\n").CombinedOutput()
+			passed := err == nil && strings.Contains(string(out), "RULE-PASSED")
+			if passed != c.ok {
+				t.Errorf("passed %v, want %v: %v\n%s", passed, c.ok, err, out)
+			}
+		})
+	}
+}
